@@ -1,0 +1,94 @@
+"""The shared vocabulary of crawling: items, subscriber specs and the data-source protocol.
+
+Nothing here does I/O; the hub, the nodes and every source type speak these types.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Item:
+    """One crawled record. A data source emits items with no crawler; a subscriber claims them."""
+
+    id: str
+    source: str
+    url: str | None
+    title: str | None
+    text: str | None
+    author: str | None
+    published_at: datetime | None
+    fetched_at: datetime
+    conversation_id: str | None = None
+    in_reply_to: str | None = None
+    crawler_id: int | None = None
+
+    def for_crawler(self, crawler_id: int) -> Item:
+        return dataclasses.replace(self, crawler_id=crawler_id)
+
+
+@dataclass(frozen=True)
+class SubscriberSpec:
+    """What the hub pushes to a node for one crawler (`PUT /subscribers/<crawler id>`).
+
+    `lease` is the user-budget ceiling: the crawler's total stored items may not exceed it
+    (None when the user has no limit). `item_limit` is the crawler's own ceiling.
+    """
+
+    crawler_id: int
+    user_id: int
+    source: str
+    query: dict[str, Any]
+    item_limit: int | None = None
+    lease: int | None = None
+
+    @property
+    def ceiling(self) -> int | None:
+        """The lower of the crawler's own limit and its lease; None means unbounded."""
+        bounds = [b for b in (self.item_limit, self.lease) if b is not None]
+        return min(bounds) if bounds else None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SubscriberSpec:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def digest(self) -> str:
+        """Stable fingerprint: equal specs give equal digests in every process."""
+        canonical = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha1(canonical.encode()).hexdigest()
+
+
+@dataclass
+class SourceSink:
+    """Where a data source sends what it finds; the pool fans items out to subscribers."""
+
+    deliver: Callable[[Sequence[Item]], None]
+    report_error: Callable[[str | None], None] = field(default=lambda message: None)
+
+
+class DataSource(Protocol):
+    """One fetcher or stream on a node, shared by every subscriber with the same source key.
+
+    The pool calls `start` when the first subscriber attaches and `stop` when the last
+    one leaves. `snapshot` returns what the source currently knows, so a subscriber that
+    attaches late still sees the items the source fetched before it came.
+    """
+
+    key: str
+
+    def start(self, sink: SourceSink) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def snapshot(self) -> list[Item]: ...
