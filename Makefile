@@ -1,0 +1,23 @@
+# Two entry points: `make demo` (set up, then run the demo) and `make test` (set up, then the suite).
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench
+
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	python3 -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt -e .
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/blackwidow demo $(ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+test: lint
+	tests/run-suite $(BIN)/pytest
