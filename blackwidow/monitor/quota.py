@@ -1,0 +1,102 @@
+"""Quota leases: each crawler's ceiling on stored items, so a user's budget is never overshot. Pure.
+
+A lease is an absolute ceiling on a crawler's total stored item count: the node
+stores while count < min(item_limit, lease), with no round trip per item. The
+hub's ledger keeps, for each user, sum(max(lease, count)) <= user_limit. Leases
+grow by grants from the free budget and shrink only once the node confirms (it
+answers max(new lease, its count)). This module plans; the monitor pushes the
+new leases and records the confirmations.
+"""
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LeaseView:
+    """What the hub knows of one of a user's crawlers when it plans leases."""
+
+    crawler_id: int
+    count: int  # items stored so far (latest poll)
+    lease: int  # current ledger value (>= count once confirmed)
+    rate: float  # recent items/second (>= 0)
+    item_limit: int | None  # the crawler's own limit
+    running: bool  # assigned and enabled; a crawler not running can only be shrunk to its count
+
+
+def exhausted(user_limit: int, counts: Iterable[int]) -> bool:
+    """Whether the user's crawlers have together stored their whole budget."""
+    return sum(counts) >= user_limit
+
+
+def plan_leases(
+    user_limit: int, crawlers: Sequence[LeaseView], horizon: float, min_grant: int
+) -> dict[int, int]:
+    """New lease per crawler id (only those that change).
+
+    Grants come from the budget free now. Budget that a shrink releases is not
+    granted in the same call: until the node confirms the lower lease it may
+    still store up to the old one.
+    """
+    if horizon < 0 or min_grant < 0:
+        raise ValueError(f"horizon and min_grant must be >= 0, got {horizon!r}, {min_grant!r}")
+    free = user_limit - sum(_held(c) for c in crawlers)
+    plan: dict[int, int] = {}
+    wants: dict[int, int] = {}
+    for crawler in crawlers:
+        need = _need(crawler, horizon, min_grant)
+        shrunk = _shrink_to(crawler, need)
+        if shrunk is not None:
+            plan[crawler.crawler_id] = shrunk
+        elif crawler.running and _headroom(crawler) < need:
+            wants[crawler.crawler_id] = need - _headroom(crawler)
+    held = {c.crawler_id: _held(c) for c in crawlers}
+    for crawler_id, grant in _split(max(free, 0), wants).items():
+        if grant > 0:
+            plan[crawler_id] = held[crawler_id] + grant
+    return plan
+
+
+def _held(crawler: LeaseView) -> int:
+    """Budget the crawler holds: its lease, or its count should a poll run ahead of the ledger."""
+    return max(crawler.lease, crawler.count)
+
+
+def _headroom(crawler: LeaseView) -> int:
+    return _held(crawler) - crawler.count
+
+
+def _need(crawler: LeaseView, horizon: float, min_grant: int) -> int:
+    """Items the crawler should be able to store over the horizon, within its own limit."""
+    need = max(min_grant, math.ceil(crawler.rate * horizon))
+    if crawler.item_limit is not None:
+        need = min(need, max(crawler.item_limit - crawler.count, 0))
+    return need
+
+
+def _shrink_to(crawler: LeaseView, need: int) -> int | None:
+    """Lower lease for a stopped or hoarding crawler (headroom > 2 * need); None to keep it."""
+    if not crawler.running:
+        target = crawler.count
+    elif _headroom(crawler) > 2 * need:
+        target = crawler.count + need
+    else:
+        return None
+    return target if target < crawler.lease else None
+
+
+def _split(free: int, wants: dict[int, int]) -> dict[int, int]:
+    """Grant every want if free covers them all, else share free in proportion to the wants.
+
+    Shares are floored, then the remainder goes one item at a time in crawler-id
+    order; the total never exceeds free and no share exceeds its want.
+    """
+    total = sum(wants.values())
+    if total <= free:
+        return dict(wants)
+    grants = {crawler_id: free * want // total for crawler_id, want in wants.items()}
+    remainder = free - sum(grants.values())
+    for crawler_id in sorted(wants)[:remainder]:
+        grants[crawler_id] += 1
+    return grants

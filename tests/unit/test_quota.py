@@ -1,0 +1,200 @@
+"""Quota leases: table-driven plans, and simulated rounds that never overshoot a user's budget."""
+
+import random
+
+import pytest
+
+from blackwidow.monitor.quota import LeaseView, exhausted, plan_leases
+
+
+def view(
+    crawler_id: int,
+    count: int = 0,
+    lease: int = 0,
+    rate: float = 0.0,
+    item_limit: int | None = None,
+    running: bool = True,
+) -> LeaseView:
+    return LeaseView(crawler_id, count, lease, rate, item_limit, running)
+
+
+def held(crawlers: list[LeaseView], plan: dict[int, int]) -> int:
+    return sum(max(plan.get(c.crawler_id, c.lease), c.count) for c in crawlers)
+
+
+# (user_limit, crawlers, horizon, min_grant, expected plan)
+CASES = {
+    "two fast crawlers split a budget": (
+        100,
+        [view(1, rate=10.0), view(2, rate=10.0)],
+        10.0,
+        1,
+        {1: 50, 2: 50},
+    ),
+    "the remainder goes one by one in crawler-id order": (
+        5,
+        [view(3, rate=1.0), view(1, rate=1.0), view(2, rate=1.0)],
+        10.0,
+        1,
+        {1: 2, 2: 2, 3: 1},
+    ),
+    "a split is in proportion to the rates": (
+        200,
+        [view(1, rate=1.0), view(2, rate=3.0)],
+        100.0,
+        1,
+        {1: 50, 2: 150},
+    ),
+    "a split is in proportion to what is wanted beyond headroom": (
+        125,  # held 40, free 85; wants 100 - 30 = 70 and 100: grants 35 and 50
+        [view(1, count=10, lease=40, rate=5.0), view(2, count=0, lease=0, rate=5.0)],
+        20.0,
+        1,
+        {1: 40 + 35, 2: 50},
+    ),
+    "a budget that covers every want grants them fully": (
+        1000,
+        [view(1, rate=1.0), view(2, rate=2.0)],
+        10.0,
+        1,
+        {1: 10, 2: 20},
+    ),
+    "an idle crawler still gets min_grant": (1000, [view(1)], 10.0, 5, {1: 5}),
+    "headroom covering the need asks for nothing": (
+        1000,
+        [view(1, count=10, lease=30, rate=1.0)],
+        10.0,
+        1,
+        {},
+    ),
+    "a crawler's own item_limit caps its lease": (
+        1000,
+        [view(1, count=90, lease=90, rate=10.0, item_limit=100)],
+        10.0,
+        1,
+        {1: 100},
+    ),
+    "a crawler at its item_limit shrinks to its count": (
+        1000,
+        [view(1, count=100, lease=110, rate=10.0, item_limit=100)],
+        10.0,
+        1,
+        {1: 100},
+    ),
+    "a stopped crawler shrinks to its count": (
+        1000,
+        [view(1, count=30, lease=80, rate=5.0, running=False)],
+        10.0,
+        1,
+        {1: 30},
+    ),
+    "a stopped crawler already at its count is left alone": (
+        1000,
+        [view(1, count=30, lease=30, running=False)],
+        10.0,
+        1,
+        {},
+    ),
+    "a hoarding idle crawler shrinks to count + need": (
+        1000,
+        [view(1, count=40, lease=500)],
+        10.0,
+        10,
+        {1: 50},
+    ),
+    "headroom up to twice the need is kept": (
+        1000,
+        [view(1, count=40, lease=60)],
+        10.0,
+        10,
+        {},
+    ),
+    "budget freed by a shrink is not granted in the same call": (
+        100,
+        [view(1, count=0, lease=100, running=False), view(2, rate=10.0)],
+        10.0,
+        1,
+        {1: 0},
+    ),
+    "no free budget, no grants": (
+        100,
+        [view(1, count=50, lease=100, rate=50.0)],
+        10.0,
+        1,
+        {},
+    ),
+    "over budget after the user limit was lowered: no grants": (
+        50,
+        [view(1, count=40, lease=45, rate=1.0), view(2, count=20, lease=20, rate=1.0)],
+        10.0,
+        1,
+        {},
+    ),
+    "a count ahead of the ledger counts as held budget": (
+        100,  # held 60, free 40; wants 10 and 100: floors 3 and 36, remainder 1 to crawler 1
+        [view(1, count=60, lease=50, rate=1.0), view(2, rate=10.0)],
+        10.0,
+        1,
+        {1: 64, 2: 36},
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("user_limit", "crawlers", "horizon", "min_grant", "expected"), CASES.values(), ids=CASES.keys()
+)
+def test_plan_leases(user_limit, crawlers, horizon, min_grant, expected):
+    plan = plan_leases(user_limit, crawlers, horizon, min_grant)
+    assert plan == expected
+    leases = {c.crawler_id: c.lease for c in crawlers}
+    assert all(new != leases[crawler_id] for crawler_id, new in plan.items())
+    assert held(crawlers, plan) <= max(user_limit, held(crawlers, {}))
+
+
+@pytest.mark.parametrize(("horizon", "min_grant"), [(-1.0, 1), (10.0, -1)])
+def test_negative_horizon_or_min_grant_is_an_error(horizon, min_grant):
+    with pytest.raises(ValueError):
+        plan_leases(100, [view(1)], horizon, min_grant)
+
+
+@pytest.mark.parametrize(
+    ("user_limit", "counts", "expected"),
+    [(10, [3, 7], True), (10, [3, 6], False), (10, [11], True), (10, [], False), (0, [], True)],
+)
+def test_exhausted(user_limit, counts, expected):
+    assert exhausted(user_limit, counts) is expected
+
+
+def simulate(rng: random.Random, max_rounds: int = 2000) -> tuple[int, int, int]:
+    """Plan, push, let nodes store, confirm shrinks; check the ledger invariant every step."""
+    user_limit = rng.randint(1, 3000)
+    ids = rng.sample(range(1, 100), rng.randint(1, 6))
+    count = dict.fromkeys(ids, 0)
+    lease = dict.fromkeys(ids, 0)
+    horizon, min_grant = rng.uniform(0.5, 10.0), rng.randint(1, 5)
+    for rounds in range(1, max_rounds + 1):
+        running = {i: rng.random() < 0.85 for i in ids}
+        views = [view(i, count[i], lease[i], rng.uniform(0.0, 40.0), None, running[i]) for i in ids]
+        plan = plan_leases(user_limit, views, horizon, min_grant)
+        grants = {i: new for i, new in plan.items() if new > lease[i]}
+        shrinks = {i: new for i, new in plan.items() if new < lease[i]}
+        assert set(grants) | set(shrinks) == set(plan)
+        assert all(running[i] for i in grants)
+        lease.update(grants)  # the ledger records a grant before the node may use it
+        assert sum(max(lease[i], count[i]) for i in ids) <= user_limit
+        for i in ids:  # nodes store up to the lease they hold (a pending shrink not yet seen)
+            if running[i]:
+                count[i] += rng.randint(0, lease[i] - count[i])
+        for i, new in shrinks.items():  # the node confirms max(new lease, its count)
+            lease[i] = max(new, count[i])
+        assert sum(max(lease[i], count[i]) for i in ids) <= user_limit
+        if exhausted(user_limit, count.values()):
+            return rounds, sum(count.values()), user_limit
+    pytest.fail(f"budget {user_limit} not used up in {max_rounds} rounds: {count}")
+
+
+def test_random_rounds_never_overshoot_and_use_the_whole_budget():
+    rng = random.Random(20240521)
+    for _ in range(200):
+        rounds, stored, user_limit = simulate(rng)
+        assert stored == user_limit, rounds
