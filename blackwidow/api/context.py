@@ -1,0 +1,38 @@
+"""What a request handler needs: the hub's dependencies, a transaction and the caller."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from flask import current_app, request
+from sqlalchemy.orm import Session, sessionmaker
+
+from blackwidow.auth import Caller, identify
+from blackwidow.settings import Settings
+from blackwidow.store import Store
+
+
+@dataclass(frozen=True)
+class Hub:
+    """The hub's dependencies, built once by create_app and passed down explicitly."""
+
+    settings: Settings
+    sessions: sessionmaker[Session]
+    store: Store
+
+
+def hub() -> Hub:
+    return current_app.extensions["blackwidow"]
+
+
+@contextmanager
+def transaction() -> Iterator[Session]:
+    """One transaction per request: committed on success, rolled back on any error."""
+    with hub().sessions.begin() as session:
+        yield session
+
+
+def caller(session: Session) -> Caller:
+    return identify(session, request.headers.get("Authorization"), hub().settings.admin_token)

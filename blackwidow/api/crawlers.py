@@ -1,0 +1,69 @@
+"""REST: a user's crawlers and their items."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from blackwidow import crawlers
+from blackwidow.api.context import caller, hub, transaction
+from blackwidow.api.schemas import CrawlerCreate, CrawlerOut, CrawlerUpdate, ItemsArgs, ItemsOut
+from blackwidow.models import Crawler
+
+blp = Blueprint("crawlers", __name__, url_prefix="/api/v1/crawlers", description="Crawlers")
+
+
+def _out(crawler: Crawler, node_id: int | None) -> dict[str, Any]:
+    return {
+        **{c: getattr(crawler, c) for c in CrawlerOut().fields if c != "node_id"},
+        "node_id": node_id,
+    }
+
+
+@blp.route("")
+class Crawlers(MethodView):
+    @blp.response(200, CrawlerOut(many=True))
+    def get(self) -> list[dict[str, Any]]:
+        with transaction() as session:
+            nodes = crawlers.assigned_nodes(session)
+            return [_out(c, nodes.get(c.id)) for c in crawlers.listing(session, caller(session))]
+
+    @blp.arguments(CrawlerCreate)
+    @blp.response(201, CrawlerOut)
+    def post(self, data: dict[str, Any]) -> dict[str, Any]:
+        with transaction() as session:
+            return _out(crawlers.create(session, caller(session), data), None)
+
+
+@blp.route("/<int:crawler_id>")
+class CrawlerById(MethodView):
+    @blp.response(200, CrawlerOut)
+    def get(self, crawler_id: int) -> dict[str, Any]:
+        with transaction() as session:
+            crawler = crawlers.get(session, caller(session), crawler_id)
+            return _out(crawler, crawlers.node_of(session, crawler_id))
+
+    @blp.arguments(CrawlerUpdate)
+    @blp.response(200, CrawlerOut)
+    def patch(self, changes: dict[str, Any], crawler_id: int) -> dict[str, Any]:
+        with transaction() as session:
+            crawler = crawlers.get(session, caller(session), crawler_id)
+            crawlers.update(crawler, changes)
+            return _out(crawler, crawlers.node_of(session, crawler_id))
+
+    @blp.response(204)
+    def delete(self, crawler_id: int) -> None:
+        with transaction() as session:
+            session.delete(crawlers.get(session, caller(session), crawler_id))
+
+
+@blp.route("/<int:crawler_id>/items")
+class CrawlerItems(MethodView):
+    @blp.arguments(ItemsArgs, location="query")
+    @blp.response(200, ItemsOut)
+    def get(self, args: dict[str, Any], crawler_id: int) -> dict[str, Any]:
+        with transaction() as session:
+            crawlers.get(session, caller(session), crawler_id)
+        return {"items": hub().store.items(crawler_id, args["limit"])}

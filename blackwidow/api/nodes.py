@@ -1,0 +1,41 @@
+"""REST: nodes: registration (cluster secret), listing (admin) and the count for autoscalers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import request
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from blackwidow import cluster
+from blackwidow.api.context import caller, hub, transaction
+from blackwidow.api.schemas import NodeCount, NodeOut, NodeRegister, NodeRegistered
+from blackwidow.auth import require_admin, require_cluster
+from blackwidow.models import Node
+
+blp = Blueprint("nodes", __name__, url_prefix="/api/v1/nodes", description="Spawn nodes")
+
+
+@blp.route("")
+class Nodes(MethodView):
+    @blp.response(200, NodeOut(many=True))
+    def get(self) -> list[Node]:
+        with transaction() as session:
+            require_admin(caller(session))
+            return cluster.listing(session)
+
+    @blp.arguments(NodeRegister)
+    @blp.response(201, NodeRegistered)
+    def post(self, data: dict[str, Any]) -> Node:
+        require_cluster(request.headers.get("Authorization"), hub().settings.cluster_secret)
+        with transaction() as session:
+            return cluster.register(session, data["url"], data["capacity"])
+
+
+@blp.route("/count")
+class NodeCountView(MethodView):
+    @blp.response(200, NodeCount)
+    def get(self) -> dict[str, int]:
+        with transaction() as session:
+            return cluster.count(session)

@@ -1,0 +1,110 @@
+"""Request and response schemas: they validate input and describe the API in OpenAPI."""
+
+from __future__ import annotations
+
+from marshmallow import Schema, fields, validate
+
+from sources.registry import SOURCE_TYPES
+
+_name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+_limit = fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=1))
+
+
+class UserCreate(Schema):
+    name = _name
+    item_limit = _limit
+
+
+class UserOut(Schema):
+    id = fields.Integer()
+    name = fields.String()
+    item_limit = fields.Integer(allow_none=True)
+
+
+class UserCreated(UserOut):
+    token = fields.String(metadata={"description": "bearer token; shown only once"})
+
+
+class CrawlerCreate(Schema):
+    name = _name
+    source = fields.String(required=True, validate=validate.OneOf(sorted(SOURCE_TYPES)))
+    query = fields.Dict(required=True, metadata={"description": "per source; see the README"})
+    item_limit = _limit
+    enabled = fields.Boolean(load_default=True)
+
+
+class CrawlerUpdate(Schema):
+    name = fields.String(validate=validate.Length(min=1, max=200))
+    query = fields.Dict()
+    item_limit = _limit
+    enabled = fields.Boolean()
+
+
+class CrawlerOut(Schema):
+    id = fields.Integer()
+    uuid = fields.String(metadata={"description": "source key"})
+    name = fields.String()
+    user_id = fields.Integer()
+    source = fields.String()
+    query = fields.Dict()
+    item_limit = fields.Integer(allow_none=True)
+    enabled = fields.Boolean()
+    state = fields.String()
+    node_id = fields.Integer(allow_none=True)
+    items_collected = fields.Integer()
+    last_error = fields.String(allow_none=True)
+
+
+class ItemsArgs(Schema):
+    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=1000))
+
+
+class ItemOut(Schema):
+    id = fields.String()
+    crawler_id = fields.Integer()
+    source = fields.String()
+    url = fields.String(allow_none=True)
+    title = fields.String(allow_none=True)
+    text = fields.String(allow_none=True)
+    author = fields.String(allow_none=True)
+    published_at = fields.DateTime(allow_none=True)
+    fetched_at = fields.DateTime()
+    conversation_id = fields.String(allow_none=True)
+
+
+class ItemsOut(Schema):
+    items = fields.List(fields.Nested(ItemOut))
+
+
+class NodeRegister(Schema):
+    url = fields.Url(required=True, schemes={"http", "https"}, require_tld=False)
+    capacity = fields.Integer(strict=True, load_default=100, validate=validate.Range(min=1))
+
+
+class NodeRegistered(Schema):
+    id = fields.Integer()
+    url = fields.String()
+
+
+class NodeOut(Schema):
+    id = fields.Integer()
+    url = fields.String()
+    state = fields.String()
+    subscribers = fields.Integer()
+    data_sources = fields.Integer()
+    last_polled_at = fields.DateTime(allow_none=True)
+
+
+class NodeCount(Schema):
+    active = fields.Integer()
+    desired = fields.Integer()
+
+
+class ErrorDetail(Schema):
+    code = fields.String()
+    message = fields.String()
+    field = fields.String(allow_none=True)
+
+
+class ErrorOut(Schema):
+    error = fields.Nested(ErrorDetail)

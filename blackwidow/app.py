@@ -1,0 +1,49 @@
+"""The hub's Flask app factory: wires settings, SQL, the store and the REST blueprints."""
+
+from __future__ import annotations
+
+from flask import Flask
+from flask_smorest import Api
+from werkzeug.exceptions import HTTPException
+
+from blackwidow import db
+from blackwidow.api import crawlers, health, nodes, users
+from blackwidow.api.context import Hub
+from blackwidow.api.schemas import ErrorOut
+from blackwidow.errors import http_error_response, register_error_handlers
+from blackwidow.settings import Settings
+from blackwidow.store import Store, open_store
+
+MAX_REQUEST_BYTES = 1024 * 1024
+
+
+class HubApi(Api):
+    """flask-smorest's Api, speaking the project's one error shape."""
+
+    ERROR_SCHEMA = ErrorOut
+
+    def handle_http_exception(self, error: HTTPException):  # type: ignore[no-untyped-def]
+        return http_error_response(error)
+
+
+def create_app(settings: Settings, store: Store | None = None) -> Flask:
+    app = Flask("blackwidow")
+    app.config.update(
+        MAX_CONTENT_LENGTH=MAX_REQUEST_BYTES,
+        API_TITLE="Black Widow",
+        API_VERSION="v1",
+        OPENAPI_VERSION="3.0.3",
+        OPENAPI_URL_PREFIX="/api/v1",
+        OPENAPI_JSON_PATH="openapi.json",
+    )
+    engine = db.make_engine(settings.database_url)
+    app.extensions["blackwidow"] = Hub(
+        settings=settings,
+        sessions=db.make_sessions(engine),
+        store=store or open_store(settings.store_url),
+    )
+    api = HubApi(app)
+    for blueprint in (health.blp, users.blp, crawlers.blp, nodes.blp):
+        api.register_blueprint(blueprint)
+    register_error_handlers(app)
+    return app

@@ -1,0 +1,44 @@
+"""Nodes as the hub records them: registration, listing and the count autoscalers read."""
+
+from __future__ import annotations
+
+import math
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from blackwidow.models import Crawler, Node, utcnow
+
+
+def register(session: Session, url: str, capacity: int) -> Node:
+    """Record a node as active; a node coming back with a known URL keeps its id.
+
+    Keeping the id keeps routing stable: a restarted node gets its crawlers back.
+    """
+    node = session.scalar(select(Node).where(Node.url == url))
+    if node is None:
+        node = Node(url=url)
+        session.add(node)
+    node.capacity = capacity
+    node.state = "active"
+    node.registered_at = utcnow()
+    session.flush()
+    return node
+
+
+def listing(session: Session) -> list[Node]:
+    return list(session.scalars(select(Node).order_by(Node.id)))
+
+
+def count(session: Session) -> dict[str, int]:
+    """Active nodes, and how many the enabled crawlers' distinct data sources call for."""
+    active = session.execute(
+        select(func.count(), func.coalesce(func.avg(Node.capacity), 0)).where(
+            Node.state == "active"
+        )
+    ).one()
+    data_sources = session.scalar(
+        select(func.count(func.distinct(Crawler.uuid))).where(Crawler.enabled.is_(True))
+    )
+    capacity = float(active[1]) or 100.0
+    return {"active": int(active[0]), "desired": max(1, math.ceil((data_sources or 0) / capacity))}

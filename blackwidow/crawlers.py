@@ -1,0 +1,88 @@
+"""Crawler records: create, read, change and delete a user's crawlers, scoped to the caller."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import ValidationError
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from blackwidow.auth import Caller
+from blackwidow.errors import ApiError, first_invalid_field
+from blackwidow.models import Assignment, Crawler
+from sources.keys import source_key
+from sources.registry import SOURCE_TYPES
+
+
+def validated_query(source: str, query: dict[str, Any]) -> dict[str, Any]:
+    """The query checked against its source type's schema; errors name e.g. `query.feeds.0`."""
+    if source not in SOURCE_TYPES:
+        known = ", ".join(sorted(SOURCE_TYPES))
+        raise ApiError(422, "invalid", f"source: unknown source, expected one of {known}", "source")
+    try:
+        return SOURCE_TYPES[source].query_schema().load(query)
+    except ValidationError as error:
+        field, message = first_invalid_field({"query": error.messages})
+        raise ApiError(422, "invalid", f"{field}: {message}", field) from None
+
+
+def create(session: Session, caller: Caller, data: dict[str, Any]) -> Crawler:
+    if caller.user_id is None:
+        raise ApiError(403, "forbidden", "crawlers belong to users: use a user token")
+    query = validated_query(data["source"], data["query"])
+    crawler = Crawler(
+        user_id=caller.user_id,
+        name=data["name"],
+        source=data["source"],
+        query=query,
+        uuid=source_key(data["source"], query),
+        item_limit=data.get("item_limit"),
+        enabled=data.get("enabled", True),
+        state="pending" if data.get("enabled", True) else "disabled",
+    )
+    session.add(crawler)
+    session.flush()
+    return crawler
+
+
+def visible(caller: Caller) -> Any:
+    """The WHERE clause of the crawlers a caller may see: all for the admin, else their own."""
+    return True if caller.is_admin else Crawler.user_id == caller.user_id
+
+
+def listing(session: Session, caller: Caller) -> list[Crawler]:
+    return list(session.scalars(select(Crawler).where(visible(caller)).order_by(Crawler.id)))
+
+
+def get(session: Session, caller: Caller, crawler_id: int) -> Crawler:
+    """One crawler; another user's crawler is reported as missing, not forbidden."""
+    crawler = session.scalar(select(Crawler).where(Crawler.id == crawler_id, visible(caller)))
+    if crawler is None:
+        raise ApiError(404, "not_found", f"no crawler {crawler_id}", "id")
+    return crawler
+
+
+def update(crawler: Crawler, changes: dict[str, Any]) -> Crawler:
+    """Apply a PATCH; the monitor notices the change and updates the subscriber in place."""
+    if "query" in changes:
+        crawler.query = validated_query(crawler.source, changes["query"])
+        crawler.uuid = source_key(crawler.source, crawler.query)
+    for name in ("name", "item_limit", "enabled"):
+        if name in changes:
+            setattr(crawler, name, changes[name])
+    if not crawler.enabled:
+        crawler.state = "disabled"
+    elif crawler.state in ("disabled", "limit_reached", "failed"):
+        crawler.state = "pending"  # re-enabled, or its limit raised: the monitor assigns it again
+        crawler.last_error = None
+    return crawler
+
+
+def node_of(session: Session, crawler_id: int) -> int | None:
+    return session.scalar(select(Assignment.node_id).where(Assignment.crawler_id == crawler_id))
+
+
+def assigned_nodes(session: Session) -> dict[int, int]:
+    """crawler id -> node id, for every assigned crawler, in one query."""
+    return dict(session.execute(select(Assignment.crawler_id, Assignment.node_id)).tuples())

@@ -1,0 +1,65 @@
+"""One error type crosses HTTP, for hub and node alike: {"error": {code, message, field}}."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask, jsonify
+from flask.typing import ResponseReturnValue
+from werkzeug.exceptions import HTTPException
+
+
+class ApiError(Exception):
+    """An error the caller can act on; `field` names the input to fix, when there is one."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+
+
+def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "field": field}}
+
+
+def first_invalid_field(messages: Any, path: tuple[str, ...] = ()) -> tuple[str | None, str]:
+    """The dotted path and message of the first validation error in a nested error map.
+
+    Request locations ("json", "query") are dropped: `{"json": {"query": {"feeds": {0: [...]}}}}`
+    names the field `query.feeds.0`.
+    """
+    if isinstance(messages, Mapping) and messages:
+        key, value = next(iter(messages.items()))
+        if not path and key in ("json", "query", "querystring", "form", "view_args"):
+            return first_invalid_field(value, path)
+        if key == "_schema":
+            return first_invalid_field(value, path)
+        return first_invalid_field(value, (*path, str(key)))
+    if isinstance(messages, list | tuple) and messages:
+        return first_invalid_field(messages[0], path)
+    return (".".join(path) or None), str(messages)
+
+
+def http_error_response(error: HTTPException) -> ResponseReturnValue:
+    """Render any HTTPException (404, 405, 413, schema validation) in the one error shape."""
+    data = getattr(error, "data", None) or {}
+    messages = data.get("messages") or data.get("errors")
+    status = error.code or 500
+    if messages:
+        field, message = first_invalid_field(messages)
+        body = error_body("invalid", f"{field}: {message}" if field else message, field)
+        return jsonify(body), status
+    code = (error.name or "error").lower().replace(" ", "_")
+    return jsonify(error_body(code, error.description or error.name or "error")), status
+
+
+def api_error_response(error: ApiError) -> ResponseReturnValue:
+    return jsonify(error_body(error.code, error.message, error.field)), error.status
+
+
+def register_error_handlers(app: Flask) -> None:
+    app.register_error_handler(ApiError, api_error_response)
+    app.register_error_handler(HTTPException, http_error_response)

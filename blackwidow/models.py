@@ -1,0 +1,111 @@
+"""The hub's SQL records: users, crawlers, nodes, assignments and the monitor's leader lock.
+
+Everything the hub knows lives here, so a restarted hub resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, Text, TypeDecorator
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """Stored as naive UTC (SQLite keeps no zone); always read back as aware UTC."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        return None if value is None else value.replace(tzinfo=UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class User(Base):
+    """A tenant: owns crawlers and has an item budget across all of them."""
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    item_limit: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+
+class Crawler(Base):
+    """A user's configuration, plus what the monitor last learned about it from its node."""
+
+    __tablename__ = "crawlers"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    uuid: Mapped[str] = mapped_column(String(36), index=True)  # the source key
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    source: Mapped[str] = mapped_column(String(40))
+    query: Mapped[dict[str, Any]] = mapped_column(JSON)
+    item_limit: Mapped[int | None] = mapped_column(Integer)
+    enabled: Mapped[bool] = mapped_column(default=True)
+    state: Mapped[str] = mapped_column(String(20), default="pending")
+    items_collected: Mapped[int] = mapped_column(default=0)
+    rate: Mapped[float] = mapped_column(default=0.0)  # items per second, smoothed
+    lease: Mapped[int] = mapped_column(default=0)  # user-budget ceiling granted (ledger)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+
+
+class Node(Base):
+    """A spawn node, known by the URL it registered with."""
+
+    __tablename__ = "nodes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    url: Mapped[str] = mapped_column(String(500), unique=True)
+    capacity: Mapped[int] = mapped_column(default=100)
+    state: Mapped[str] = mapped_column(String(20), default="active")  # active | dead
+    registered_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    last_polled_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    subscribers: Mapped[int] = mapped_column(default=0)
+    data_sources: Mapped[int] = mapped_column(default=0)
+
+
+class Assignment(Base):
+    """Which node runs a crawler, and the digest of the spec it acknowledged."""
+
+    __tablename__ = "assignments"
+
+    crawler_id: Mapped[int] = mapped_column(
+        ForeignKey("crawlers.id", ondelete="CASCADE"), primary_key=True
+    )
+    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id", ondelete="CASCADE"), index=True)
+    digest: Mapped[str | None] = mapped_column(String(40))
+    pushed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+class MonitorLock(Base):
+    """The leader lock: one row; whoever holds an unexpired lease runs the monitor loop."""
+
+    __tablename__ = "monitor_lock"
+
+    name: Mapped[str] = mapped_column(String(40), primary_key=True)
+    holder: Mapped[str | None] = mapped_column(String(64))
+    expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    last_cycle_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    last_cycle_seconds: Mapped[float | None] = mapped_column()
