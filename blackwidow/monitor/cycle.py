@@ -1,0 +1,229 @@
+"""One monitor cycle (README step 3): poll, record, detect deaths, route, lease, push, record.
+
+Network calls happen between SQL transactions, never inside one, so a slow node does not
+hold a database lock. The decisions are the pure modules' (routing, reload, quota, states).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from blackwidow.models import Assignment, Crawler, Node, utcnow
+from blackwidow.monitor import leases
+from blackwidow.monitor.detector import FailureDetector
+from blackwidow.monitor.node_client import NodeClient, NodeRejected, NodeUnreachable
+from blackwidow.monitor.poller import NodeReport, poll_all
+from blackwidow.monitor.reload import Plan, plan_reload
+from blackwidow.monitor.routing import assign
+from blackwidow.monitor.states import CrawlerFacts, runnable, state_of
+from sources.model import SubscriberSpec
+
+log = logging.getLogger(__name__)
+
+RATE_SMOOTHING = 0.5  # weight of the newest rate sample
+
+
+@dataclass
+class Outcome:
+    """What pushing a plan achieved."""
+
+    acked: dict[int, tuple[int, dict]] = field(default_factory=dict)  # crawler -> (node, status)
+    rejected: dict[int, str] = field(default_factory=dict)  # crawler -> reason
+
+
+class Monitor:
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        client: NodeClient,
+        detector: FailureDetector,
+        routing: str,
+        lease_horizon: float,
+        clock: Callable[[], float],
+    ) -> None:
+        self._sessions = sessions
+        self._client = client
+        self._detector = detector
+        self._routing = routing
+        self._lease_horizon = lease_horizon
+        self._clock = clock
+        self._node_set: frozenset[int] | None = None
+        self._samples: dict[int, tuple[int, float]] = {}  # crawler -> (count, at)
+
+    def run_cycle(self) -> None:
+        with self._sessions.begin() as session:
+            nodes = list(session.execute(select(Node.id, Node.url).where(Node.state == "active")))
+            assigned = _assigned_by_node(session)
+        reports = poll_all(self._client, [(n.id, n.url) for n in nodes], assigned)
+        with self._sessions.begin() as session:
+            live = self._record_polls(session, reports)
+            desired = self._desired(session, live)
+        reported = {node: report.digests() for node, report in reports.items() if report}
+        unknown = {node for node, report in reports.items() if report is None}
+        held = {c for digests in reported.values() for c in digests}
+        held |= {c for node in unknown for c in assigned.get(node, [])}
+        outcome = self._execute(plan_reload(desired, reported), {n.id: n.url for n in nodes})
+        with self._sessions.begin() as session:
+            confirmed = _confirmed(desired, reported, outcome)
+            _save_assignments(session, desired, confirmed, unknown)
+            _record_states(session, confirmed, held, outcome)
+
+    # -- record what the nodes said -------------------------------------------------------
+
+    def _record_polls(self, session: Session, reports: dict[int, NodeReport | None]) -> list[int]:
+        """Update nodes and crawlers from the poll; declare the silent dead. Live node ids."""
+        now = self._clock()
+        for node_id, report in reports.items():
+            node = session.get(Node, node_id)
+            if node is None:
+                continue
+            if report is not None:
+                self._detector.heartbeat(node_id, now)
+                node.last_polled_at = utcnow()
+                node.subscribers = len(report.subscribers)
+                node.data_sources = len(report.data_sources)
+                for status in report.subscribers:
+                    self._record_status(session, status, now)
+            elif self._detector.is_dead(node_id, now):
+                self._declare_dead(session, node)
+        live = sorted(session.scalars(select(Node.id).where(Node.state == "active")))
+        if frozenset(live) != self._node_set:
+            log.info("hard reload nodes=%s", live)
+            self._node_set = frozenset(live)
+        return live
+
+    def _record_status(self, session: Session, status: dict, now: float) -> None:
+        crawler = session.get(Crawler, int(status["crawler_id"]))
+        if crawler is None:
+            return
+        count = int(status["items_collected"])
+        previous = self._samples.get(crawler.id)
+        if previous is not None and now > previous[1]:
+            sample = max(0, count - previous[0]) / (now - previous[1])
+            crawler.rate = RATE_SMOOTHING * sample + (1 - RATE_SMOOTHING) * crawler.rate
+        self._samples[crawler.id] = (count, now)
+        crawler.items_collected = count
+        crawler.last_error = status.get("last_error")
+
+    def _declare_dead(self, session: Session, node: Node) -> None:
+        log.warning("node declared dead node=%s url=%s", node.id, node.url)
+        node.state = "dead"
+        self._detector.forget(node.id)
+        session.execute(delete(Assignment).where(Assignment.node_id == node.id))
+
+    # -- decide ----------------------------------------------------------------------------
+
+    def _desired(self, session: Session, live: list[int]) -> dict[int, tuple[int, SubscriberSpec]]:
+        """crawler id -> (node id, spec) for every crawler that should run now."""
+        crawlers = list(session.scalars(select(Crawler).order_by(Crawler.id)))
+        exhausted = leases.exhausted_users(session, crawlers)
+        wanted = [c for c in crawlers if runnable(_facts(c, c.user_id in exhausted, False))]
+        lease_of = leases.plan(session, crawlers, {c.id for c in wanted}, self._lease_horizon)
+        if not live:
+            return {}
+        nodes = assign({c.id: c.uuid for c in wanted}, live, self._routing)
+        return {c.id: (nodes[c.id], _spec(c, lease_of.get(c.id))) for c in wanted}
+
+    # -- act -------------------------------------------------------------------------------
+
+    def _execute(self, plan: Plan, urls: dict[int, str]) -> Outcome:
+        outcome = Outcome()
+        for node_id, crawler_id in plan.removals:
+            try:
+                self._client.remove(urls[node_id], crawler_id)
+            except (NodeUnreachable, NodeRejected) as error:
+                log.info("remove failed node=%s crawler=%s error=%s", node_id, crawler_id, error)
+        for node_id, spec in plan.pushes:
+            try:
+                outcome.acked[spec.crawler_id] = (node_id, self._client.push(urls[node_id], spec))
+            except NodeRejected as error:
+                outcome.rejected[spec.crawler_id] = str(error)
+            except NodeUnreachable as error:
+                log.info("push failed node=%s crawler=%s error=%s", node_id, spec.crawler_id, error)
+        return outcome
+
+
+def _record_states(
+    session: Session, confirmed: dict[int, int], held: set[int], outcome: Outcome
+) -> None:
+    """Lease confirmations and crawler states, as the nodes now stand."""
+    crawlers = list(session.scalars(select(Crawler)))
+    for crawler in crawlers:
+        if crawler.id in outcome.acked:
+            leases.confirm(crawler, outcome.acked[crawler.id][1])
+        elif crawler.id not in held:
+            leases.release(crawler)
+    exhausted = leases.exhausted_users(session, crawlers)
+    for crawler in crawlers:
+        if crawler.id in outcome.rejected:
+            crawler.state, crawler.last_error = "failed", outcome.rejected[crawler.id]
+            continue
+        running = crawler.id in confirmed
+        crawler.state = state_of(_facts(crawler, crawler.user_id in exhausted, running))
+
+
+def _facts(crawler: Crawler, user_exhausted: bool, running: bool) -> CrawlerFacts:
+    return CrawlerFacts(
+        enabled=crawler.enabled,
+        failed=crawler.state == "failed",
+        item_limit=crawler.item_limit,
+        items_collected=crawler.items_collected,
+        user_exhausted=user_exhausted,
+        running=running,
+    )
+
+
+def _spec(crawler: Crawler, lease: int | None) -> SubscriberSpec:
+    return SubscriberSpec(
+        crawler_id=crawler.id,
+        user_id=crawler.user_id,
+        source=crawler.source,
+        query=crawler.query,
+        item_limit=crawler.item_limit,
+        lease=lease,
+    )
+
+
+def _assigned_by_node(session: Session) -> dict[int, list[int]]:
+    by_node: dict[int, list[int]] = {}
+    for crawler_id, node_id in session.execute(select(Assignment.crawler_id, Assignment.node_id)):
+        by_node.setdefault(node_id, []).append(crawler_id)
+    return by_node
+
+
+def _confirmed(
+    desired: dict[int, tuple[int, SubscriberSpec]],
+    reported: dict[int, dict[int, str]],
+    outcome: Outcome,
+) -> dict[int, int]:
+    """crawler id -> node id, for crawlers now running where routing wants them."""
+    confirmed = {c: node for c, (node, _) in outcome.acked.items()}
+    for crawler_id, (node_id, spec) in desired.items():
+        if reported.get(node_id, {}).get(crawler_id) == spec.digest():
+            confirmed[crawler_id] = node_id
+    return confirmed
+
+
+def _save_assignments(
+    session: Session,
+    desired: dict[int, tuple[int, SubscriberSpec]],
+    confirmed: dict[int, int],
+    unknown: set[int],
+) -> None:
+    """Keep an assignment while it is confirmed, or while its node's state is unknown."""
+    now = utcnow()
+    for assignment in list(session.scalars(select(Assignment))):
+        want = desired.get(assignment.crawler_id)
+        keep = want is not None and want[0] == assignment.node_id and assignment.node_id in unknown
+        if assignment.crawler_id not in confirmed and not keep:
+            session.delete(assignment)
+    session.flush()
+    for crawler_id, node_id in confirmed.items():
+        row = session.get(Assignment, crawler_id) or Assignment(crawler_id=crawler_id)
+        row.node_id, row.digest, row.pushed_at = node_id, desired[crawler_id][1].digest(), now
+        session.add(row)

@@ -1,0 +1,31 @@
+"""Crawler states, derived each cycle from the configuration and what nodes report. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CrawlerFacts:
+    enabled: bool
+    failed: bool  # a node rejected its spec; stays failed until the crawler is changed
+    item_limit: int | None
+    items_collected: int
+    user_exhausted: bool
+    running: bool  # a node reported it, or acknowledged its push, this cycle
+
+
+def runnable(facts: CrawlerFacts) -> bool:
+    """Whether the crawler should be on a node at all."""
+    return state_of(facts) in ("pending", "running")
+
+
+def state_of(facts: CrawlerFacts) -> str:
+    if not facts.enabled:
+        return "disabled"
+    if facts.failed:
+        return "failed"
+    limit = facts.item_limit
+    if (limit is not None and facts.items_collected >= limit) or facts.user_exhausted:
+        return "limit_reached"
+    return "running" if facts.running else "pending"
