@@ -1,0 +1,152 @@
+"""The pool: a node's map of source key -> data source and crawler id -> subscriber.
+
+A data source starts with its first subscriber and stops with its last, so every crawler
+asking for the same thing on a node shares one fetch or one connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sources.keys import source_key
+from sources.model import DataSource, Item, SourceSink, SubscriberSpec
+from sources.subscriber import ItemSink, Subscriber
+
+log = logging.getLogger(__name__)
+
+OpenSource = Callable[[str, SubscriberSpec], DataSource]
+
+
+@dataclass
+class _Shared:
+    source: DataSource
+    crawler_ids: set[int] = field(default_factory=set)
+    error: str | None = None
+
+
+class DataSourcePool:
+    def __init__(self, open_source: OpenSource, sink: ItemSink) -> None:
+        self._open_source = open_source
+        self._sink = sink
+        self._lock = threading.RLock()
+        self._sources: dict[str, _Shared] = {}
+        self._subscribers: dict[int, tuple[str, Subscriber]] = {}
+
+    def put(self, spec: SubscriberSpec, now: float) -> dict[str, Any]:
+        """Create or update a subscriber. The same spec twice changes nothing."""
+        key = source_key(spec.source, spec.query)
+        to_stop: list[DataSource] = []
+        with self._lock:
+            current = self._subscribers.get(spec.crawler_id)
+            if current and current[0] == key:
+                subscriber = current[1]
+                subscriber.confirmed_at = now
+                if subscriber.digest != spec.digest():
+                    subscriber.update(spec)
+                return subscriber.status()
+            if current:  # a new query means a new data source; the subscriber's count stays
+                to_stop += self._detach(spec.crawler_id)
+            subscriber = Subscriber(spec, self._sink, confirmed_at=now)
+            shared, started = self._attach(key, spec, subscriber)
+        self._stop_all(to_stop)
+        if not started:
+            subscriber.offer(shared.source.snapshot())
+        return subscriber.status()
+
+    def _attach(
+        self, key: str, spec: SubscriberSpec, subscriber: Subscriber
+    ) -> tuple[_Shared, bool]:
+        shared = self._sources.get(key)
+        started = shared is None
+        if shared is None:
+            shared = _Shared(source=self._open_source(key, spec))
+            self._sources[key] = shared
+        shared.crawler_ids.add(spec.crawler_id)
+        subscriber.source_error = shared.error
+        self._subscribers[spec.crawler_id] = (key, subscriber)
+        if started:
+            shared.source.start(self._sink_for(shared))
+            log.info("data source started key=%s source=%s", key, spec.source)
+        return shared, started
+
+    def _sink_for(self, shared: _Shared) -> SourceSink:
+        return SourceSink(
+            deliver=lambda items: self._deliver(shared, items),
+            report_error=lambda message: self._report_error(shared, message),
+        )
+
+    def _members(self, shared: _Shared) -> list[Subscriber]:
+        with self._lock:
+            return [self._subscribers[c][1] for c in shared.crawler_ids if c in self._subscribers]
+
+    def _deliver(self, shared: _Shared, items: Sequence[Item]) -> None:
+        for subscriber in self._members(shared):
+            subscriber.offer(items)
+
+    def _report_error(self, shared: _Shared, message: str | None) -> None:
+        shared.error = message
+        for subscriber in self._members(shared):
+            subscriber.source_error = message
+
+    def delete(self, crawler_id: int) -> bool:
+        """Remove a subscriber (idempotent); True when there was one."""
+        with self._lock:
+            existed = crawler_id in self._subscribers
+            to_stop = self._detach(crawler_id)
+        self._stop_all(to_stop)
+        return existed
+
+    def _detach(self, crawler_id: int) -> list[DataSource]:
+        """Unlink a subscriber; return its data source when it was the last one using it."""
+        entry = self._subscribers.pop(crawler_id, None)
+        if entry is None:
+            return []
+        shared = self._sources[entry[0]]
+        shared.crawler_ids.discard(crawler_id)
+        if shared.crawler_ids:
+            return []
+        del self._sources[entry[0]]
+        log.info("data source stopped key=%s", entry[0])
+        return [shared.source]
+
+    @staticmethod
+    def _stop_all(sources: Iterable[DataSource]) -> None:
+        for source in sources:
+            source.stop()
+
+    def confirm(self, crawler_ids: Iterable[int], now: float) -> None:
+        """The hub says these subscribers are still wanted here (its poll carries the list)."""
+        with self._lock:
+            for crawler_id in crawler_ids:
+                if crawler_id in self._subscribers:
+                    self._subscribers[crawler_id][1].confirmed_at = now
+
+    def orphans(self, now: float, orphan_after: float) -> list[int]:
+        with self._lock:
+            return [
+                c for c, (_, s) in self._subscribers.items() if now - s.confirmed_at > orphan_after
+            ]
+
+    def clear(self) -> None:
+        """Drop every subscriber and stop every data source (a detached node)."""
+        with self._lock:
+            to_stop = [shared.source for shared in self._sources.values()]
+            self._sources.clear()
+            self._subscribers.clear()
+        self._stop_all(to_stop)
+
+    def statuses(self) -> list[dict[str, Any]]:
+        with self._lock:
+            subscribers = [s for _, s in self._subscribers.values()]
+        return [s.status() for s in subscribers]
+
+    def data_sources(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [
+                {"key": key, "subscribers": len(shared.crawler_ids), "error": shared.error}
+                for key, shared in sorted(self._sources.items())
+            ]

@@ -1,0 +1,96 @@
+"""The node's HTTP face: the hub pushes (PUT/DELETE) and polls (GET) subscribers here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask, jsonify, request
+from flask.typing import ResponseReturnValue
+from marshmallow import Schema, ValidationError, fields, validate
+
+from blackwidow.auth import require_cluster
+from blackwidow.errors import ApiError, first_invalid_field, register_error_handlers
+from sources.model import SubscriberSpec
+from sources.registry import SOURCE_TYPES
+from spawn.node import Node
+
+ASSIGNED_HEADER = "X-Blackwidow-Assigned"
+MAX_REQUEST_BYTES = 1024 * 1024
+
+
+class SpecSchema(Schema):
+    crawler_id = fields.Integer(required=True, strict=True)
+    user_id = fields.Integer(required=True, strict=True)
+    source = fields.String(required=True, validate=validate.OneOf(sorted(SOURCE_TYPES)))
+    query = fields.Dict(required=True)
+    item_limit = fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=1))
+    lease = fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=0))
+
+
+def parse_spec(crawler_id: int, body: Any) -> SubscriberSpec:
+    """A validated spec, or a 422 naming the field; the query is checked by its source type."""
+    try:
+        data = SpecSchema().load(body if isinstance(body, dict) else {})
+        data["query"] = SOURCE_TYPES[data["source"]].query_schema().load(data["query"])
+    except ValidationError as error:
+        messages = error.messages
+        if "crawler_id" not in messages and "source" in (body or {}) and "query" not in messages:
+            messages = {"query": messages}
+        field, message = first_invalid_field(messages)
+        raise ApiError(422, "invalid", f"{field}: {message}", field) from None
+    if data["crawler_id"] != crawler_id:
+        raise ApiError(422, "invalid", "crawler_id: differs from the URL", "crawler_id")
+    return SubscriberSpec(**data)
+
+
+def assigned_ids(header: str | None) -> list[int]:
+    """The crawler ids the hub still wants here, from its poll; nothing when absent."""
+    if not header:
+        return []
+    try:
+        return [int(part) for part in header.split(",") if part.strip()]
+    except ValueError:
+        raise ApiError(400, "invalid", "not a list of crawler ids", ASSIGNED_HEADER) from None
+
+
+def create_node_app(node: Node, cluster_secret: str | None) -> Flask:
+    app = Flask("spawn")
+    app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
+    register_error_handlers(app)
+
+    @app.before_request
+    def _only_the_hub() -> None:
+        if request.endpoint != "healthz":
+            require_cluster(request.headers.get("Authorization"), cluster_secret)
+
+    @app.put("/subscribers/<int:crawler_id>")
+    def put_subscriber(crawler_id: int) -> ResponseReturnValue:
+        spec = parse_spec(crawler_id, request.get_json(silent=True))
+        return jsonify(node.pool.put(spec, node.clock()))
+
+    @app.delete("/subscribers/<int:crawler_id>")
+    def delete_subscriber(crawler_id: int) -> ResponseReturnValue:
+        node.pool.delete(crawler_id)
+        return "", 204
+
+    @app.get("/subscribers")
+    def poll() -> ResponseReturnValue:
+        node.polled(assigned_ids(request.headers.get(ASSIGNED_HEADER)))
+        return jsonify(
+            {"subscribers": node.pool.statuses(), "data_sources": node.pool.data_sources()}
+        )
+
+    @app.get("/healthz")
+    def healthz() -> ResponseReturnValue:
+        return jsonify(
+            {
+                "status": "ok",
+                "role": "node",
+                "node_id": node.node_id,
+                "registered": node.registered.is_set(),
+                "data_sources": node.pool.data_sources(),
+                "subscribers": len(node.pool.statuses()),
+            }
+        )
+
+    return app

@@ -1,0 +1,49 @@
+"""A node's own state: its pool, whether it is registered, and when the hub last polled it.
+
+Timers read `time.monotonic()`; nothing here survives a restart, by design (nodes are
+stateless: the hub pushes everything again).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+
+from sources.pool import DataSourcePool
+
+log = logging.getLogger(__name__)
+
+
+class Node:
+    def __init__(self, pool: DataSourcePool, clock: Callable[[], float]) -> None:
+        self.pool = pool
+        self.clock = clock
+        self.node_id: int | None = None
+        self.last_polled_at = clock()
+        self._lock = threading.Lock()
+        self.registered = threading.Event()
+
+    def mark_registered(self, node_id: int) -> None:
+        with self._lock:
+            self.node_id = node_id
+            self.last_polled_at = self.clock()  # detach_after counts from registration
+        self.registered.set()
+        log.info("node registered node=%s", node_id)
+
+    def polled(self, assigned: Iterable[int]) -> None:
+        """A poll from the hub: the node is attached, and these subscribers are still wanted."""
+        now = self.clock()
+        with self._lock:
+            self.last_polled_at = now
+        self.pool.confirm(assigned, now)
+
+    def silent_for(self) -> float:
+        with self._lock:
+            return self.clock() - self.last_polled_at
+
+    def detach(self) -> None:
+        """Cost safety when the hub is gone: drop every subscriber, then register again."""
+        log.warning("node detached node=%s silent_for=%.1fs", self.node_id, self.silent_for())
+        self.registered.clear()
+        self.pool.clear()

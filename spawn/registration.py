@@ -1,0 +1,56 @@
+"""Registration: a node announces itself to the hub and retries with backoff until it answers."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable
+
+import requests
+
+from spawn.node import Node
+
+log = logging.getLogger(__name__)
+
+FIRST_DELAY = 0.5
+MAX_DELAY = 10.0
+
+
+def backoff_delay(attempt: int, jitter: Callable[[], float] = random.random) -> float:
+    """Seconds before retry `attempt` (0-based): doubling up to MAX_DELAY, with jitter so
+    nodes restarted together do not all knock at the same instant."""
+    base = min(MAX_DELAY, FIRST_DELAY * 2**attempt)
+    return base * (0.5 + jitter() / 2)
+
+
+def register_once(hub_url: str, node_url: str, capacity: int, secret: str) -> int:
+    """One registration call; the hub's node id, or an exception."""
+    response = requests.post(
+        f"{hub_url.rstrip('/')}/api/v1/nodes",
+        json={"url": node_url, "capacity": capacity},
+        headers={"Authorization": f"Bearer {secret}"},
+        timeout=5,
+        allow_redirects=False,
+    )
+    response.raise_for_status()
+    return int(response.json()["id"])
+
+
+def keep_registering(
+    node: Node, hub_url: str, node_url: str, capacity: int, secret: str, stop: threading.Event
+) -> None:
+    """Loop for the node's lifetime: whenever the node is not registered, register it."""
+    attempt = 0
+    while not stop.is_set():
+        if node.registered.is_set():
+            stop.wait(0.2)
+            continue
+        try:
+            node.mark_registered(register_once(hub_url, node_url, capacity, secret))
+            attempt = 0
+        except (requests.RequestException, ValueError, KeyError) as error:
+            delay = backoff_delay(attempt)
+            log.warning("registration failed hub=%s retry_in=%.1fs error=%s", hub_url, delay, error)
+            attempt += 1
+            stop.wait(delay)

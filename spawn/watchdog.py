@@ -1,0 +1,29 @@
+"""The node's timers: drop orphan subscribers, and detach when the hub stops polling."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from spawn.node import Node
+
+log = logging.getLogger(__name__)
+
+TICK = 0.2
+
+
+def check(node: Node, orphan_after: float, detach_after: float) -> None:
+    """One look at the timers (node step 7 in the README)."""
+    if not node.registered.is_set():
+        return
+    if node.silent_for() > detach_after:
+        node.detach()
+        return
+    for crawler_id in node.pool.orphans(node.clock(), orphan_after):
+        log.warning("orphan subscriber dropped crawler=%s", crawler_id)
+        node.pool.delete(crawler_id)
+
+
+def run(node: Node, orphan_after: float, detach_after: float, stop: threading.Event) -> None:
+    while not stop.wait(TICK):
+        check(node, orphan_after, detach_after)
