@@ -1,0 +1,5 @@
+"""`python -m blackwidow` is the `blackwidow` command."""
+
+from blackwidow.cli import main
+
+main()

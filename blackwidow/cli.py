@@ -1,0 +1,93 @@
+"""The `blackwidow` command: hub, spawn, demo and db upgrade. Input errors exit with status 2."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from blackwidow import db, serving
+from blackwidow.settings import Settings, SettingsError, from_env
+
+
+def _settings(**overrides: object) -> Settings:
+    try:
+        settings = from_env()
+    except SettingsError as error:
+        raise click.UsageError(str(error)) from None
+    return settings.replace(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def _require_secret(settings: Settings) -> None:
+    if not settings.cluster_secret:
+        raise click.UsageError("BLACKWIDOW_CLUSTER_SECRET: must be set (hub and nodes share it)")
+
+
+@click.group()
+@click.option("--log-level", default="INFO", show_default=True, help="Logging level (stderr).")
+def main(log_level: str) -> None:
+    """Black Widow: distributed crawling with a hub and spawn nodes."""
+    logging.basicConfig(
+        level=log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--db", "database_url", help="SQLAlchemy URL (default BLACKWIDOW_DATABASE_URL).")
+def hub(host: str, port: int, database_url: str | None) -> None:
+    """Run the hub: REST API and the monitor loop."""
+    from blackwidow.app import create_app
+    from blackwidow.monitor.loop import MonitorLoop
+
+    settings = _settings(database_url=database_url)
+    _require_secret(settings)
+    engine = db.make_engine(settings.database_url)
+    if engine.dialect.name == "sqlite" and db.needs_schema(engine):
+        db.upgrade(settings.database_url)
+    app = create_app(settings)
+    monitor = MonitorLoop(app.extensions["blackwidow"].sessions, settings)
+    server, url = serving.bind(app, host, port)
+    monitor.start()
+    serving.run(server, url, on_stop=monitor.stop)
+
+
+@main.command()
+@click.option("--hub", "hub_url", required=True, help="The hub's base URL.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--advertise-url", help="URL the hub should use for this node (default: bound URL).")
+def spawn(hub_url: str, host: str, port: int, advertise_url: str | None) -> None:
+    """Run a spawn node that registers with the hub."""
+    from spawn.runtime import run_node
+
+    settings = _settings()
+    _require_secret(settings)
+    run_node(settings, hub_url, host, port, advertise_url)
+
+
+@main.command()
+@click.option("--duration", type=click.FloatRange(min=1), help="Stop after this many seconds.")
+def demo(duration: float | None) -> None:
+    """Hub, two nodes and a local feed server, offline; shows items arriving."""
+    from blackwidow.demo.run import run_demo
+
+    sys.exit(run_demo(duration))
+
+
+@main.group(name="db")
+def db_group() -> None:
+    """The hub's SQL schema."""
+
+
+@db_group.command()
+@click.option("--db", "database_url", help="SQLAlchemy URL (default BLACKWIDOW_DATABASE_URL).")
+def upgrade(database_url: str | None) -> None:
+    """Apply every migration up to the newest."""
+    settings = _settings(database_url=database_url)
+    db.upgrade(settings.database_url)
+    click.echo(f"database upgraded: {db.make_engine(settings.database_url).url!r}")

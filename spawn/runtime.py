@@ -1,0 +1,54 @@
+"""Wires a node together: store, guarded fetcher, pool, HTTP face, registration and timers."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from blackwidow import serving
+from blackwidow.settings import Settings
+from blackwidow.store import open_store
+from sources.fetcher import GuardedFetcher
+from sources.pool import DataSourcePool
+from sources.registry import SourceContext, opener
+from spawn import registration, watchdog
+from spawn.app import create_node_app
+from spawn.node import Node
+
+
+def run_node(
+    settings: Settings, hub_url: str, host: str, port: int, advertise_url: str | None
+) -> None:
+    """Serve a node until it is told to stop (README steps 2, 4, 5 and 7)."""
+    store = open_store(settings.store_url)
+    context = SourceContext(
+        fetcher=GuardedFetcher(allow_hosts=settings.fetch_allow),
+        feed_interval=settings.feed_interval,
+    )
+    node = Node(DataSourcePool(opener(context), store), clock=time.monotonic)
+    server, url = serving.bind(create_node_app(node, settings.cluster_secret), host, port)
+    stop = threading.Event()
+    secret = settings.cluster_secret or ""
+    threads = [
+        threading.Thread(
+            target=registration.keep_registering,
+            args=(node, hub_url, advertise_url or url, settings.node_capacity, secret, stop),
+            name="registration",
+            daemon=True,
+        ),
+        threading.Thread(
+            target=watchdog.run,
+            args=(node, settings.orphan_after, settings.detach_after, stop),
+            name="watchdog",
+            daemon=True,
+        ),
+    ]
+    for thread in threads:
+        thread.start()
+
+    def _shutdown() -> None:
+        stop.set()
+        node.pool.clear()
+        store.close()
+
+    serving.run(server, url, on_stop=_shutdown)
