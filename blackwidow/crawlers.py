@@ -23,7 +23,8 @@ def validated_query(source: str, query: dict[str, Any]) -> dict[str, Any]:
     try:
         return SOURCE_TYPES[source].query_schema().load(query)
     except ValidationError as error:
-        field, message = first_invalid_field({"query": error.messages})
+        inner, message = first_invalid_field(error.messages)
+        field = f"query.{inner}" if inner else "query"
         raise ApiError(422, "invalid", f"{field}: {message}", field) from None
 
 
@@ -85,4 +86,4 @@ def node_of(session: Session, crawler_id: int) -> int | None:
 
 def assigned_nodes(session: Session) -> dict[int, int]:
     """crawler id -> node id, for every assigned crawler, in one query."""
-    return dict(session.execute(select(Assignment.crawler_id, Assignment.node_id)).tuples())
+    return dict(session.execute(select(Assignment.crawler_id, Assignment.node_id)).all())

@@ -25,16 +25,14 @@ def error_body(code: str, message: str, field: str | None = None) -> dict[str, A
     return {"error": {"code": code, "message": message, "field": field}}
 
 
-def first_invalid_field(messages: Any, path: tuple[str, ...] = ()) -> tuple[str | None, str]:
-    """The dotted path and message of the first validation error in a nested error map.
+_REQUEST_LOCATIONS = ("json", "query", "querystring", "form", "headers", "view_args")
 
-    Request locations ("json", "query") are dropped: `{"json": {"query": {"feeds": {0: [...]}}}}`
-    names the field `query.feeds.0`.
-    """
+
+def first_invalid_field(messages: Any, path: tuple[str, ...] = ()) -> tuple[str | None, str]:
+    """The dotted path and message of the first validation error in a nested error map:
+    `{"query": {"feeds": {0: ["Not a valid URL."]}}}` names the field `query.feeds.0`."""
     if isinstance(messages, Mapping) and messages:
         key, value = next(iter(messages.items()))
-        if not path and key in ("json", "query", "querystring", "form", "view_args"):
-            return first_invalid_field(value, path)
         if key == "_schema":
             return first_invalid_field(value, path)
         return first_invalid_field(value, (*path, str(key)))
@@ -49,6 +47,10 @@ def http_error_response(error: HTTPException) -> ResponseReturnValue:
     messages = data.get("messages") or data.get("errors")
     status = error.code or 500
     if messages:
+        # webargs files errors under the request location: {"json": {"name": [...]}}
+        location = next(iter(messages)) if isinstance(messages, Mapping) else None
+        if location in _REQUEST_LOCATIONS and len(messages) == 1:
+            messages = messages[location]
         field, message = first_invalid_field(messages)
         body = error_body("invalid", f"{field}: {message}" if field else message, field)
         return jsonify(body), status

@@ -13,7 +13,7 @@ from blackwidow.store import Store
 
 
 def _counts_by(session: Session, column: Any) -> dict[str, int]:
-    return dict(session.execute(select(column, func.count()).group_by(column)).tuples())
+    return dict(session.execute(select(column, func.count()).group_by(column)).all())
 
 
 def detail(session: Session, store: Store, now: datetime) -> dict[str, Any]:

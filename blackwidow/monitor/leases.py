@@ -20,7 +20,7 @@ MIN_GRANT = 10
 
 def _limits(session: Session) -> dict[int, int]:
     rows = session.execute(select(User.id, User.item_limit).where(User.item_limit.is_not(None)))
-    return dict(rows.tuples())
+    return dict(rows.all())
 
 
 def _by_user(crawlers: Iterable[Crawler], limits: dict[int, int]) -> dict[int, list[Crawler]]:

@@ -1,0 +1,198 @@
+"""The hub's REST API through Flask's test client on a real app and database."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.component.conftest import ADMIN, SECRET, bearer
+
+FEED = "https://example.com/feed.xml"
+
+
+def rss(feeds=(FEED,), **extra):
+    return {"name": "news", "source": "rss", "query": {"feeds": list(feeds)}, **extra}
+
+
+def test_admin_creates_user_and_token_is_shown_once(client, make_user):
+    user = make_user("ana", item_limit=100)
+    assert user["name"] == "ana" and user["item_limit"] == 100 and len(user["token"]) > 20
+    again = client.post("/api/v1/users", json={"name": "ana"}, headers=bearer(ADMIN))
+    assert again.status_code == 409 and again.json["error"]["field"] == "name"
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [({}, 401), (bearer("wrong"), 401), (bearer(SECRET), 401)],
+)
+def test_user_creation_needs_the_admin_token(client, headers, status):
+    response = client.post("/api/v1/users", json={"name": "x"}, headers=headers)
+    assert response.status_code == status
+    assert response.json["error"]["field"] == "Authorization"
+
+
+def test_user_token_is_not_admin(client, make_user):
+    token = make_user()["token"]
+    response = client.post("/api/v1/users", json={"name": "y"}, headers=bearer(token))
+    assert response.status_code == 403
+
+
+def test_create_crawler_and_read_it_back(client, make_user):
+    token = make_user()["token"]
+    created = client.post("/api/v1/crawlers", json=rss(item_limit=5), headers=bearer(token))
+    assert created.status_code == 201
+    crawler = created.json
+    assert crawler["state"] == "pending" and crawler["item_limit"] == 5
+    assert crawler["node_id"] is None and crawler["items_collected"] == 0
+    assert crawler["query"] == {"feeds": [FEED], "keywords": []}
+    fetched = client.get(f"/api/v1/crawlers/{crawler['id']}", headers=bearer(token))
+    assert fetched.json == crawler
+    assert client.get("/api/v1/crawlers", headers=bearer(token)).json == [crawler]
+
+
+def test_equal_feed_sets_share_a_source_key_whatever_the_keywords(client, make_user):
+    token = make_user()["token"]
+    first = client.post("/api/v1/crawlers", json=rss(), headers=bearer(token)).json
+    spelled = rss(feeds=["HTTPS://EXAMPLE.com:443/feed.xml#top"])
+    spelled["query"]["keywords"] = ["python"]
+    second = client.post("/api/v1/crawlers", json=spelled, headers=bearer(token)).json
+    other = client.post(
+        "/api/v1/crawlers", json=rss(feeds=["https://b.example/x"]), headers=bearer(token)
+    ).json
+    assert first["uuid"] == second["uuid"] != other["uuid"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"name": "n", "source": "gopher", "query": {"feeds": [FEED]}}, "source"),
+        ({"name": "n", "source": "rss", "query": {}}, "query.feeds"),
+        ({"name": "n", "source": "rss", "query": {"feeds": []}}, "query.feeds"),
+        (
+            {"name": "n", "source": "rss", "query": {"feeds": ["file:///etc/passwd"]}},
+            "query.feeds.0",
+        ),
+        ({"name": "n", "source": "rss", "query": {"feeds": [FEED, "ftp://x/y"]}}, "query.feeds.1"),
+        ({"name": "n", "source": "rss", "query": {"feeds": FEED}}, "query.feeds"),
+        (
+            {"name": "n", "source": "rss", "query": {"feeds": [FEED], "keywords": "x"}},
+            "query.keywords",
+        ),
+        ({"name": "n", "source": "rss", "query": {"feeds": [FEED], "extra": 1}}, "query.extra"),
+        ({"name": "n", "source": "rss", "query": [FEED]}, "query"),
+        ({"source": "rss", "query": {"feeds": [FEED]}}, "name"),
+        ({"name": "", "source": "rss", "query": {"feeds": [FEED]}}, "name"),
+        ({**rss(), "item_limit": -1}, "item_limit"),
+        ({**rss(), "item_limit": "5"}, "item_limit"),
+        ({**rss(), "enabled": "maybe"}, "enabled"),
+        ({**rss(), "owner": 3}, "owner"),
+    ],
+)
+def test_bad_crawler_input_names_the_field_and_writes_nothing(client, make_user, body, field):
+    token = make_user()["token"]
+    response = client.post("/api/v1/crawlers", json=body, headers=bearer(token))
+    assert response.status_code == 422, response.json
+    assert response.json["error"]["field"] == field
+    assert response.json["error"]["code"] == "invalid"
+    assert client.get("/api/v1/crawlers", headers=bearer(token)).json == []
+
+
+def test_a_body_that_is_not_json_is_refused(client, make_user):
+    token = make_user()["token"]
+    response = client.post(
+        "/api/v1/crawlers",
+        data="{not json",
+        headers={**bearer(token), "Content-Type": "application/json"},
+    )
+    assert 400 <= response.status_code < 500
+    assert "error" in response.json
+
+
+def test_a_huge_body_is_refused(client, make_user):
+    token = make_user()["token"]
+    body = rss(feeds=[FEED])
+    body["name"] = "x" * (2 * 1024 * 1024)
+    response = client.post("/api/v1/crawlers", json=body, headers=bearer(token))
+    assert response.status_code == 413 and response.json["error"]["code"]
+
+
+def test_users_see_only_their_own_crawlers(client, make_user):
+    ana, bob = make_user("ana")["token"], make_user("bob")["token"]
+    crawler = client.post("/api/v1/crawlers", json=rss(), headers=bearer(ana)).json
+    url = f"/api/v1/crawlers/{crawler['id']}"
+    assert client.get(url, headers=bearer(bob)).status_code == 404
+    assert client.get(f"{url}/items", headers=bearer(bob)).status_code == 404
+    assert client.patch(url, json={"enabled": False}, headers=bearer(bob)).status_code == 404
+    assert client.delete(url, headers=bearer(bob)).status_code == 404
+    assert client.get("/api/v1/crawlers", headers=bearer(bob)).json == []
+    assert client.get(url, headers=bearer(ana)).json["enabled"] is True
+    assert [c["id"] for c in client.get("/api/v1/crawlers", headers=bearer(ADMIN)).json] == [
+        crawler["id"]
+    ]
+
+
+def test_unknown_ids_and_missing_tokens(client, make_user):
+    token = make_user()["token"]
+    missing = client.get("/api/v1/crawlers/999", headers=bearer(token))
+    assert missing.status_code == 404 and missing.json["error"]["field"] == "id"
+    assert client.get("/api/v1/crawlers").status_code == 401
+    assert client.get("/api/v1/nope", headers=bearer(token)).status_code == 404
+
+
+def test_patch_disables_and_validates_a_new_query(client, make_user):
+    token = make_user()["token"]
+    crawler = client.post("/api/v1/crawlers", json=rss(), headers=bearer(token)).json
+    url = f"/api/v1/crawlers/{crawler['id']}"
+    disabled = client.patch(url, json={"enabled": False}, headers=bearer(token)).json
+    assert disabled["enabled"] is False and disabled["state"] == "disabled"
+    bad = client.patch(url, json={"query": {"feeds": ["nope"]}}, headers=bearer(token))
+    assert bad.status_code == 422 and bad.json["error"]["field"] == "query.feeds.0"
+    assert client.get(url, headers=bearer(token)).json["query"]["feeds"] == [FEED]
+    assert client.delete(url, headers=bearer(token)).status_code == 204
+    assert client.get(url, headers=bearer(token)).status_code == 404
+
+
+def test_items_of_a_new_crawler_are_empty_and_limit_is_checked(client, make_user):
+    token = make_user()["token"]
+    crawler = client.post("/api/v1/crawlers", json=rss(), headers=bearer(token)).json
+    url = f"/api/v1/crawlers/{crawler['id']}/items"
+    assert client.get(url, headers=bearer(token)).json == {"items": []}
+    bad = client.get(f"{url}?limit=0", headers=bearer(token))
+    assert bad.status_code == 422 and bad.json["error"]["field"] == "limit"
+
+
+def test_node_registration_needs_the_cluster_secret_and_keeps_ids(client):
+    body = {"url": "http://127.0.0.1:9999", "capacity": 10}
+    assert client.post("/api/v1/nodes", json=body).status_code == 401
+    assert client.post("/api/v1/nodes", json=body, headers=bearer(ADMIN)).status_code == 401
+    first = client.post("/api/v1/nodes", json=body, headers=bearer(SECRET))
+    again = client.post("/api/v1/nodes", json=body, headers=bearer(SECRET))
+    assert first.status_code == again.status_code == 201
+    assert first.json["id"] == again.json["id"]
+    bad = client.post("/api/v1/nodes", json={"url": "gopher://x"}, headers=bearer(SECRET))
+    assert bad.status_code == 422 and bad.json["error"]["field"] == "url"
+
+
+def test_node_listing_is_admin_only_and_count_is_public(client, make_user):
+    client.post("/api/v1/nodes", json={"url": "http://127.0.0.1:9999"}, headers=bearer(SECRET))
+    assert client.get("/api/v1/nodes", headers=bearer(make_user()["token"])).status_code == 403
+    nodes = client.get("/api/v1/nodes", headers=bearer(ADMIN)).json
+    assert [n["state"] for n in nodes] == ["active"]
+    assert client.get("/api/v1/nodes/count").json == {"active": 1, "desired": 1}
+
+
+def test_health_endpoints(client):
+    assert client.get("/healthz").json["status"] == "ok"
+    detail = client.get("/api/v1/health").json
+    assert detail["store"] == {"ok": True}
+    assert detail["monitor"]["leader"] is False  # no monitor runs in this test
+    assert detail["status"] == "degraded"
+
+
+def test_openapi_description_is_served_from_the_schemas(client):
+    spec = client.get("/api/v1/openapi.json").json
+    assert spec["openapi"].startswith("3.")
+    assert {"/api/v1/crawlers", "/api/v1/crawlers/{crawler_id}", "/api/v1/users"} <= set(
+        spec["paths"]
+    )
+    create = spec["paths"]["/api/v1/crawlers"]["post"]
+    assert "requestBody" in create
