@@ -1,0 +1,157 @@
+"""Integration fixtures: real hub, node and feed-server processes on loopback ports.
+
+Each server binds port 0 and prints its URL as its first line; timers are shortened so
+failures, orphans and detaches happen within seconds.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from blackwidow.demo import processes
+
+FAST_TIMERS = {
+    "BLACKWIDOW_POLL_INTERVAL": "0.5",
+    "BLACKWIDOW_NODE_DEAD_AFTER": "2",
+    "BLACKWIDOW_ORPHAN_AFTER": "3",
+    "BLACKWIDOW_DETACH_AFTER": "4",
+    "BLACKWIDOW_FEED_INTERVAL": "0.3",
+}
+
+
+def wait_until(condition: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+    """Poll `condition` until it returns something truthy; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.1)
+
+
+class Cluster:
+    """A running hub with its nodes and a sample-feed server, driven over real HTTP."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.admin_token = secrets.token_urlsafe(16)
+        self.env = {
+            "BLACKWIDOW_DATABASE_URL": f"sqlite:///{workdir / 'hub.db'}",
+            "BLACKWIDOW_STORE": f"sqlite:///{workdir / 'items.db'}",
+            "BLACKWIDOW_ADMIN_TOKEN": self.admin_token,
+            "BLACKWIDOW_CLUSTER_SECRET": secrets.token_urlsafe(16),
+            "BLACKWIDOW_FETCH_ALLOW": "127.0.0.1",
+            **FAST_TIMERS,
+        }
+        self.nodes: list[processes.Running] = []
+        self.hub: processes.Running | None = None
+        self.feeds = self._start("feeds", "blackwidow.demo.feed_server", "--port", "0")
+
+    def _start(self, name: str, *args: str) -> processes.Running:
+        return processes.start(name, args, self.env, self.workdir)
+
+    @property
+    def hub_url(self) -> str:
+        assert self.hub is not None
+        return self.hub.url
+
+    def start_hub(self, port: int = 0) -> processes.Running:
+        self.hub = self._start("hub", "blackwidow", "hub", "--port", str(port))
+        return self.hub
+
+    def add_node(self) -> processes.Running:
+        name = f"node{len(self.nodes) + 1}"
+        node = self._start(name, "blackwidow", "spawn", "--hub", self.hub_url, "--port", "0")
+        self.nodes.append(node)
+        return node
+
+    def call(
+        self, method: str, path: str, token: str | None = None, **kwargs: Any
+    ) -> requests.Response:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return requests.request(
+            method, f"{self.hub_url}{path}", headers=headers, timeout=10, **kwargs
+        )
+
+    def user(self, name: str = "ana", item_limit: int | None = None) -> str:
+        body = {"name": name, "item_limit": item_limit}
+        response = self.call("POST", "/api/v1/users", self.admin_token, json=body)
+        assert response.status_code == 201, response.text
+        return response.json()["token"]
+
+    def crawler(self, token: str, feeds: list[str], **fields: Any) -> dict[str, Any]:
+        body = {"name": "c", "source": "rss", "query": {"feeds": feeds}, **fields}
+        if "keywords" in fields:
+            body["query"]["keywords"] = body.pop("keywords")
+        response = self.call("POST", "/api/v1/crawlers", token, json=body)
+        assert response.status_code == 201, response.text
+        return response.json()
+
+    def get(self, token: str, crawler_id: int) -> dict[str, Any]:
+        return self.call("GET", f"/api/v1/crawlers/{crawler_id}", token).json()
+
+    def items(self, token: str, crawler_id: int) -> list[dict[str, Any]]:
+        path = f"/api/v1/crawlers/{crawler_id}/items?limit=1000"
+        return self.call("GET", path, token).json()["items"]
+
+    def feed(self, name: str, **params: Any) -> str:
+        query = "&".join(f"{k}={v}" for k, v in params.items())
+        return f"{self.feeds.url}/feeds/{name}.xml" + (f"?{query}" if query else "")
+
+    def wait_for_nodes(self, count: int) -> None:
+        wait_until(
+            lambda: self.call("GET", "/api/v1/nodes/count").json()["active"] == count,
+            what=f"{count} active nodes",
+        )
+
+    def node_by_id(self, node_id: int) -> processes.Running:
+        nodes = self.call("GET", "/api/v1/nodes", self.admin_token).json()
+        url = next(n["url"] for n in nodes if n["id"] == node_id)
+        return next(n for n in self.nodes if n.url == url)
+
+    def node_health(self, node: processes.Running) -> dict[str, Any]:
+        return requests.get(f"{node.url}/healthz", timeout=5).json()
+
+    def stop(self) -> None:
+        for process in [*self.nodes, self.hub, self.feeds]:
+            if process is not None:
+                process.stop()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Callable[[int], Cluster]]:
+    """A factory: cluster(n) starts a feed server, a hub and n nodes, and waits for them."""
+    started: list[Cluster] = []
+
+    def _start(node_count: int) -> Cluster:
+        running = Cluster(tmp_path)
+        started.append(running)
+        running.start_hub()
+        for _ in range(node_count):
+            running.add_node()
+        running.wait_for_nodes(node_count)
+        return running
+
+    yield _start
+    for running in started:
+        running.stop()
+
+
+MEASUREMENTS: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Figures the integration tests measured (e.g. failover time), shown after the run."""
+    if MEASUREMENTS:
+        terminalreporter.section("measurements")
+        for line in MEASUREMENTS:
+            terminalreporter.write_line(line)
