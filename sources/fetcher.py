@@ -1,0 +1,261 @@
+"""Guarded fetcher for every outgoing fetch on a node: no internal addresses, bounded size and time.
+
+It does not parse, retry or schedule; data sources decide what to fetch and when.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import requests
+import urllib3
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+USER_AGENT = "blackwidow/0.1"
+_SCHEMES = {"http": 80, "https": 443}
+_CHUNK = 64 * 1024
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_TIMEOUTS = (requests.Timeout, urllib3.exceptions.TimeoutError, TimeoutError)
+_TRANSPORT_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, OSError)
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class FetchError(Exception):
+    """A fetch that was refused or failed; str() is a short reason, fit for a last error."""
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """A complete response: 200 (or another 2xx) with its decoded body, or 304 with none."""
+
+    url: str
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+def _embedded_ipv4(address: Address) -> Address:
+    # IPv6 forms that carry an IPv4 destination must be judged by that destination.
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return address.ipv4_mapped
+        if address.sixtofour is not None:
+            return address.sixtofour
+        if address in _NAT64:
+            return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return address
+
+
+def _address_kind(address: Address) -> str | None:
+    """Why an address must not be fetched from, or None when it is globally routable."""
+    checks = [
+        ("unspecified", address.is_unspecified),
+        ("loopback", address.is_loopback),
+        ("link-local", address.is_link_local),
+        ("multicast", address.is_multicast),
+        ("shared", address in _CGNAT),
+        ("reserved", address.is_reserved),
+        ("private", address.is_private),
+        ("not global", not address.is_global),
+    ]
+    return next((kind for kind, hit in checks if hit), None)
+
+
+def _refusal(host: str, addresses: Iterable[str], allow_hosts: frozenset[str]) -> str | None:
+    """The reason to refuse connecting to `host` at these addresses, or None to go ahead."""
+    if _normal_host(host) in allow_hosts:
+        return None
+    for text in addresses:
+        kind = _address_kind(_embedded_ipv4(ipaddress.ip_address(text.split("%", 1)[0])))
+        if kind is not None:
+            return f"refused address {text} ({kind}) for host {host}"
+    return None
+
+
+def _normal_host(host: str) -> str:
+    return host.lower().rstrip(".")
+
+
+def _guarded_adapter(allow_hosts: frozenset[str]) -> HTTPAdapter:
+    """An adapter that re-checks the address each connection really reached.
+
+    The pre-flight DNS check alone can be raced by a name that resolves differently a moment
+    later (DNS rebinding); checking the connected peer before any byte is sent closes that gap.
+    """
+
+    def guarded(base: type[HTTPConnection]) -> type[HTTPConnection]:
+        class Guarded(base):
+            # The socket the response is read from (TLS-wrapped for https). http.client drops
+            # its own reference on "Connection: close", and the fetcher still needs it to
+            # shrink the read timeout as the deadline nears.
+            reading_socket: socket.socket | None = None
+
+            def _new_conn(self) -> socket.socket:
+                sock = super()._new_conn()
+                reason = _refusal(self.host, [sock.getpeername()[0]], allow_hosts)
+                if reason is not None:
+                    sock.close()
+                    raise FetchError(reason)
+                return sock
+
+            def connect(self) -> None:
+                super().connect()
+                self.reading_socket = self.sock
+
+        return Guarded
+
+    pools = {
+        "http": type(
+            "GuardedPool", (HTTPConnectionPool,), {"ConnectionCls": guarded(HTTPConnection)}
+        ),
+        "https": type(
+            "GuardedTLSPool", (HTTPSConnectionPool,), {"ConnectionCls": guarded(HTTPSConnection)}
+        ),
+    }
+
+    class GuardedAdapter(HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = pools
+
+    return GuardedAdapter(max_retries=0)
+
+
+def _short_reason(error: BaseException) -> str:
+    """The innermost useful words of a transport error, without pool and URL boilerplate."""
+    inner = getattr(error.args[0], "reason", error.args[0]) if error.args else error
+    text = str(inner).rsplit(": ", 1)[-1].strip()
+    return f"connection failed ({text or type(error).__name__})"[:200]
+
+
+class GuardedFetcher:
+    """GETs one URL for a data source, following redirects itself so that every hop is checked."""
+
+    def __init__(
+        self,
+        allow_hosts: frozenset[str] = frozenset(),
+        max_bytes: int = 5 * 1024 * 1024,
+        deadline: float = 20.0,
+        max_redirects: int = 5,
+        connect_timeout: float = 5.0,
+    ) -> None:
+        self._allow_hosts = frozenset(_normal_host(h) for h in allow_hosts)
+        self._max_bytes = max_bytes
+        self._deadline = deadline
+        self._max_redirects = max_redirects
+        self._connect_timeout = connect_timeout
+        self._session = requests.Session()
+        self._session.trust_env = False  # a proxy from the environment would bypass the guard
+        self._session.headers["User-Agent"] = USER_AGENT
+        adapter = _guarded_adapter(self._allow_hosts)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+
+    def get(self, url: str, headers: Mapping[str, str] | None = None) -> FetchResult:
+        """Fetch `url`; raise FetchError for anything but a complete 2xx or a 304."""
+        deadline_at = time.monotonic() + self._deadline
+        for _hop in range(self._max_redirects + 1):
+            self._check_target(url)
+            response = self._send(url, headers or {}, deadline_at)
+            try:
+                if response.is_redirect:
+                    url = urljoin(url, response.headers["Location"])
+                    continue
+                return self._complete(url, response, deadline_at)
+            finally:
+                response.close()
+        raise FetchError(f"too many redirects (more than {self._max_redirects})")
+
+    def _check_target(self, url: str) -> None:
+        try:
+            parts = urlsplit(url)
+            scheme, host, port = parts.scheme.lower(), parts.hostname, parts.port
+        except ValueError as error:
+            raise FetchError(f"invalid URL ({error})") from None
+        if scheme not in _SCHEMES:
+            raise FetchError(f"unsupported scheme '{scheme}'")
+        if not host:
+            raise FetchError("no host in URL")
+        try:
+            infos = socket.getaddrinfo(host, port or _SCHEMES[scheme], type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            raise FetchError(f"cannot resolve host {host}") from None
+        reason = _refusal(host, [str(info[4][0]) for info in infos], self._allow_hosts)
+        if reason is not None:
+            raise FetchError(reason)
+
+    def _send(self, url: str, headers: Mapping[str, str], deadline_at: float) -> requests.Response:
+        remaining = self._remaining(deadline_at)
+        try:
+            return self._session.get(
+                url,
+                headers=dict(headers),
+                stream=True,
+                allow_redirects=False,
+                timeout=(min(self._connect_timeout, remaining), remaining),
+            )
+        except _TIMEOUTS:
+            raise FetchError(self._too_slow()) from None
+        except _TRANSPORT_ERRORS as error:
+            raise FetchError(_short_reason(error)) from None
+
+    def _complete(self, url: str, response: requests.Response, deadline_at: float) -> FetchResult:
+        status = response.status_code
+        if status == 304:
+            return FetchResult(url, status, response.headers, b"")
+        if not 200 <= status < 300:
+            raise FetchError(f"HTTP {status}")
+        return FetchResult(url, status, response.headers, self._read_body(response, deadline_at))
+
+    def _read_body(self, response: requests.Response, deadline_at: float) -> bytes:
+        """Read the decoded body, chunk by chunk, within the size cap and the deadline.
+
+        `read1` returns whatever one socket read yields (requests' iter_content would block
+        until a whole chunk arrived, so a trickling server could hold it far past the
+        deadline), and urllib3 bounds how much one call may decompress, so a gzip bomb never
+        grows past the cap in memory.
+        """
+        body = bytearray()
+        try:
+            while True:
+                self._tighten_read_timeout(response, deadline_at)
+                chunk = response.raw.read1(
+                    min(_CHUNK, self._max_bytes + 1 - len(body)), decode_content=True
+                )
+                if not chunk:
+                    return bytes(body)
+                body += chunk
+                if len(body) > self._max_bytes:
+                    raise FetchError(f"response larger than {self._max_bytes} bytes")
+        except _TIMEOUTS:
+            raise FetchError(self._too_slow()) from None
+        except urllib3.exceptions.DecodeError:
+            raise FetchError("body does not match its content-encoding") from None
+        except _TRANSPORT_ERRORS as error:
+            raise FetchError(_short_reason(error)) from None
+
+    def _tighten_read_timeout(self, response: requests.Response, deadline_at: float) -> None:
+        # A socket timeout bounds one read; shrinking it keeps the sum within the deadline.
+        remaining = self._remaining(deadline_at)
+        sock = getattr(response.raw.connection, "reading_socket", None)
+        if sock is not None:
+            sock.settimeout(remaining)
+
+    def _remaining(self, deadline_at: float) -> float:
+        remaining = deadline_at - time.monotonic()
+        if remaining <= 0:
+            raise FetchError(self._too_slow())
+        return remaining
+
+    def _too_slow(self) -> str:
+        return f"no complete response within {self._deadline:g}s"

@@ -1,0 +1,227 @@
+"""RssSource against the hostile local server, round by round on a fake clock, and once threaded."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from sources.fetcher import GuardedFetcher
+from sources.model import Item, SourceSink
+from sources.rss import RssSource
+from tests.servers.hostile_http import HostileServer
+
+INTERVAL = 60.0
+LOOPBACK = frozenset({"127.0.0.1"})
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class RecordingSink:
+    """Keeps what a source delivers and reports, in order."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[Item]] = []
+        self.errors: list[str | None] = []
+        self.delivered = threading.Event()
+
+    def deliver(self, items: Sequence[Item]) -> None:
+        self.batches.append(list(items))
+        self.delivered.set()
+
+    def report_error(self, message: str | None) -> None:
+        self.errors.append(message)
+
+    def sink(self) -> SourceSink:
+        return SourceSink(deliver=self.deliver, report_error=self.report_error)
+
+    def ids(self, batch: int) -> list[str]:
+        return [item.id for item in self.batches[batch]]
+
+
+@pytest.fixture
+def server() -> Iterator[HostileServer]:
+    with HostileServer() as running:
+        yield running
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def rss_source(clock: FakeClock, *urls: str, allow: frozenset[str] = LOOPBACK) -> RssSource:
+    fetcher = GuardedFetcher(allow_hosts=allow, deadline=5.0)
+    return RssSource("key-1", {"feeds": list(urls), "keywords": []}, fetcher, INTERVAL, clock)
+
+
+def test_the_first_round_delivers_every_item_of_every_feed(
+    server: HostileServer, clock: FakeClock
+) -> None:
+    recorder = RecordingSink()
+    source = rss_source(clock, server.url("/rss"), server.url("/atom"))
+
+    source.poll_due(recorder.sink())
+
+    assert recorder.ids(0) == ["rss-1", "rss-2"]
+    assert recorder.ids(1) == ["urn:atom:1", "urn:atom:2"]
+    assert recorder.errors == [None]
+    assert [item.id for item in source.snapshot()] == recorder.ids(0) + recorder.ids(1)
+    assert {item.source for item in source.snapshot()} == {"rss"}
+
+
+def test_only_new_items_are_delivered_on_the_next_round(
+    server: HostileServer, clock: FakeClock
+) -> None:
+    recorder = RecordingSink()
+    source = rss_source(clock, server.url("/rss"))
+    source.poll_due(recorder.sink())
+    server.rss.add("rss-3", "third")
+
+    clock.now = INTERVAL
+    source.poll_due(recorder.sink())
+
+    assert recorder.ids(1) == ["rss-3"]
+    assert [item.id for item in source.snapshot()] == ["rss-1", "rss-2", "rss-3"]
+
+
+def test_an_unchanged_feed_is_a_304_and_delivers_nothing(
+    server: HostileServer, clock: FakeClock
+) -> None:
+    recorder = RecordingSink()
+    source = rss_source(clock, server.url("/rss"))
+    source.poll_due(recorder.sink())
+    first = server.requests_to("/rss")[0]
+
+    clock.now = INTERVAL
+    source.poll_due(recorder.sink())
+
+    second = server.requests_to("/rss")[1]
+    assert "If-None-Match" not in first.headers
+    assert second.headers["If-None-Match"] == server.rss.etag(server.base_url)
+    assert second.headers["If-Modified-Since"] == "Mon, 01 Jan 2024 00:00:00 GMT"
+    assert len(recorder.batches) == 1
+    assert recorder.errors == [None, None]
+    assert [item.id for item in source.snapshot()] == ["rss-1", "rss-2"]
+
+
+def test_a_feed_is_not_polled_before_it_is_due(server: HostileServer, clock: FakeClock) -> None:
+    source = rss_source(clock, server.url("/rss"))
+    source.poll_due(RecordingSink().sink())
+
+    clock.now = INTERVAL - 1
+    source.poll_due(RecordingSink().sink())
+
+    assert len(server.requests_to("/rss")) == 1
+
+
+def test_a_feed_ttl_longer_than_the_interval_is_honoured(
+    server: HostileServer, clock: FakeClock
+) -> None:
+    source = rss_source(clock, server.url("/data/rss_ttl.xml"))  # <ttl>120</ttl> minutes
+    source.poll_due(RecordingSink().sink())
+
+    clock.now = 7200 - 1
+    source.poll_due(RecordingSink().sink())
+    polls_before = len(server.requests_to("/data/rss_ttl.xml"))
+    clock.now = 7200
+    source.poll_due(RecordingSink().sink())
+
+    assert (polls_before, len(server.requests_to("/data/rss_ttl.xml"))) == (1, 2)
+
+
+HOSTILE_FEEDS = [
+    ("/invalid-xml", "invalid XML: "),
+    ("/billion-laughs", "entities are not allowed in feeds"),
+    ("/external-entity", "entities are not allowed in feeds"),
+    ("/error-500", "HTTP 500"),
+]
+
+
+@pytest.mark.parametrize(("path", "reason"), HOSTILE_FEEDS)
+def test_a_hostile_feed_reaches_report_error_and_spares_the_others(
+    server: HostileServer, clock: FakeClock, path: str, reason: str
+) -> None:
+    recorder = RecordingSink()
+    source = rss_source(clock, server.url(path), server.url("/atom"))
+
+    source.poll_due(recorder.sink())
+
+    assert recorder.ids(0) == ["urn:atom:1", "urn:atom:2"]
+    assert len(recorder.batches) == 1
+    [error] = recorder.errors
+    assert error is not None
+    assert error.startswith(f"{server.url(path)}: {reason}")
+    assert ";" not in error  # the good feed is not in the report
+
+
+def test_a_refused_address_is_reported(server: HostileServer, clock: FakeClock) -> None:
+    recorder = RecordingSink()
+    source = rss_source(clock, server.url("/rss"), allow=frozenset())
+
+    source.poll_due(recorder.sink())
+
+    assert recorder.errors == [
+        f"{server.url('/rss')}: refused address 127.0.0.1 (loopback) for host 127.0.0.1"
+    ]
+    assert server.requests_to("/rss") == []
+
+
+def test_a_failing_feed_backs_off_doubling_up_to_ten_intervals(
+    server: HostileServer, clock: FakeClock
+) -> None:
+    source = rss_source(clock, server.url("/error-500"))
+    polled_at = []
+    for step in range(0, 2100 + 1, 10):
+        clock.now = float(step)
+        source.poll_due(RecordingSink().sink())
+        if len(server.requests_to("/error-500")) > len(polled_at):
+            polled_at.append(step)
+
+    # waits after each failure: 2, 4, 8, then 10 (capped) intervals of 60 s
+    assert polled_at == [0, 120, 360, 840, 1440, 2040]
+
+
+def test_items_a_sink_failed_to_take_are_delivered_later(
+    server: HostileServer, clock: FakeClock
+) -> None:
+    recorder = RecordingSink()
+
+    def broken(items: Sequence[Item]) -> None:
+        raise RuntimeError("subscriber bug")
+
+    source = rss_source(clock, server.url("/rss"))
+    source.poll_due(SourceSink(deliver=broken, report_error=recorder.report_error))
+    clock.now = 2 * INTERVAL
+    source.poll_due(recorder.sink())
+
+    assert recorder.errors == [f"{server.url('/rss')}: unexpected RuntimeError", None]
+    assert recorder.ids(0) == ["rss-1", "rss-2"]
+    assert "If-None-Match" not in server.requests_to("/rss")[1].headers
+
+
+def test_poll_due_needs_a_sink(server: HostileServer, clock: FakeClock) -> None:
+    with pytest.raises(RuntimeError, match="no sink"):
+        rss_source(clock, server.url("/rss")).poll_due()
+
+
+def test_the_thread_polls_until_stopped(server: HostileServer) -> None:
+    recorder = RecordingSink()
+    fetcher = GuardedFetcher(allow_hosts=LOOPBACK, deadline=5.0)
+    source = RssSource("key-2", {"feeds": [server.url("/atom")]}, fetcher, INTERVAL)
+
+    source.start(recorder.sink())
+    try:
+        assert recorder.delivered.wait(timeout=10.0)
+    finally:
+        source.stop()
+
+    assert recorder.ids(0) == ["urn:atom:1", "urn:atom:2"]
+    assert "rss-source-key-2" not in {thread.name for thread in threading.enumerate()}

@@ -1,0 +1,194 @@
+"""parse_feed over the sample feeds in tests/data: what each one yields, or why it is refused."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from sources.rss import FeedError, parse_feed
+from sources.urls import canonical_url
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+FEED_URL = "https://feeds.example/dir/feed.xml"
+FETCHED_AT = datetime(2024, 5, 1, tzinfo=UTC)
+
+
+def link_id(url: str) -> str:
+    return "sha1:" + hashlib.sha1(canonical_url(url).encode()).hexdigest()
+
+
+# (file, expected ttl, expected items as (id, url, title, text, author, published_at))
+CASES = [
+    (
+        "rss_guid.xml",
+        None,
+        [
+            (
+                "news-1001",
+                "https://news.example/2024/harbour",
+                "Harbour reopens",
+                "The harbour reopened on Monday.",
+                "editor@news.example (Ed Itor)",
+                datetime(2024, 1, 1, 10, 0, tzinfo=UTC),
+            ),
+            (
+                "https://news.example/2024/bridge",
+                "https://news.example/2024/bridge",
+                "Bridge closed",
+                "Repairs start next week.",
+                None,
+                datetime(2024, 1, 2, 8, 30, tzinfo=UTC),
+            ),
+        ],
+    ),
+    (
+        "rss_no_guid.xml",
+        None,
+        [
+            (
+                link_id("https://links.example/posts/1"),
+                "https://Links.Example:443/posts/1#comments",
+                "Absolute link",
+                None,
+                None,
+                None,
+            ),
+            (
+                link_id("https://feeds.example/posts/2"),
+                "https://feeds.example/posts/2",
+                "Relative link",
+                None,
+                None,
+                None,
+            ),
+        ],
+    ),
+    (
+        "atom.xml",
+        None,
+        [
+            (
+                "urn:uuid:1225c695-cfb8-4ebb-aaaa-80da344efa6a",
+                "https://atom.example/tides",
+                "Tides <rising>",
+                "Full content wins.",
+                "Ann Author",
+                datetime(2024, 3, 1, 8, 0, tzinfo=UTC),
+            ),
+            (
+                "tag:atom.example,2024:winds",
+                "https://feeds.example/winds",
+                "Winds <b> literal",
+                "Only updated, no published.",
+                None,
+                datetime(2024, 3, 2, 0, 0, tzinfo=UTC),
+            ),
+        ],
+    ),
+    (
+        "rss_ttl.xml",
+        7200.0,
+        [("slow-1", "https://slow.example/1", "Once in a while", None, None, None)],
+    ),
+    (
+        "rss_html.xml",
+        None,
+        [
+            (
+                "html-1",
+                "https://html.example/1",
+                "Fish & chips",
+                "Hot fish & chips Price: £5",
+                None,
+                None,
+            ),
+            ("html-2", "https://html.example/2", "Escaped markup", "Line one line two", None, None),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "ttl", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_sample_feed_items(name: str, ttl: float | None, expected: list[tuple]) -> None:
+    items, feed_ttl = parse_feed((DATA / name).read_bytes(), FEED_URL, FETCHED_AT)
+
+    rows = [(i.id, i.url, i.title, i.text, i.author, i.published_at) for i in items]
+    assert rows == expected
+    assert feed_ttl == ttl
+
+
+@pytest.mark.parametrize("name", [c[0] for c in CASES])
+def test_items_carry_source_and_fetch_time_and_no_crawler(name: str) -> None:
+    items, _ = parse_feed((DATA / name).read_bytes(), FEED_URL, FETCHED_AT)
+
+    assert items
+    for item in items:
+        assert (item.source, item.fetched_at, item.crawler_id) == ("rss", FETCHED_AT, None)
+        assert (item.conversation_id, item.in_reply_to) == (None, None)
+
+
+REFUSED = [
+    ((DATA / "malformed.xml").read_bytes(), "invalid XML"),
+    (b"", "invalid XML"),
+    (b'<?xml version="1.0"?><html><body>hi</body></html>', "not a feed"),
+    (
+        b'<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;">]>'
+        b'<rss version="2.0"><channel><title>&b;</title></channel></rss>',
+        "entities are not allowed in feeds",
+    ),
+    (
+        b'<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+        b'<rss version="2.0"><channel><title>&x;</title></channel></rss>',
+        "entities are not allowed in feeds",
+    ),
+    # Bytes that name a local file are a document like any other, never a path to open.
+    (b"/etc/passwd", "invalid XML"),
+    (str(DATA / "rss_guid.xml").encode(), "invalid XML"),
+]
+
+
+@pytest.mark.parametrize(("body", "reason"), REFUSED)
+def test_refused_documents(body: bytes, reason: str) -> None:
+    with pytest.raises(FeedError, match=reason):
+        parse_feed(body, FEED_URL, FETCHED_AT)
+
+
+def test_a_dtd_without_entities_is_accepted() -> None:
+    body = (
+        b'<?xml version="1.0"?><!DOCTYPE rss PUBLIC "-//Netscape Communications//DTD RSS 0.91//EN"'
+        b' "http://my.netscape.com/publish/formats/rss-0.91.dtd">'
+        b'<rss version="0.91"><channel><title>old</title><link>https://old.example/</link>'
+        b"<item><title>one</title><link>https://old.example/1</link></item></channel></rss>"
+    )
+
+    items, _ = parse_feed(body, FEED_URL, FETCHED_AT)
+
+    assert [item.url for item in items] == ["https://old.example/1"]
+
+
+def test_an_empty_channel_is_a_feed_with_no_items() -> None:
+    body = b'<rss version="2.0"><channel><title>quiet</title></channel></rss>'
+
+    assert parse_feed(body, FEED_URL, FETCHED_AT) == ([], None)
+
+
+@pytest.mark.parametrize("ttl", ["0", "-5", "soon", "inf", "1.5"])
+def test_a_nonsense_ttl_is_ignored(ttl: str) -> None:
+    body = f'<rss version="2.0"><channel><title>t</title><ttl>{ttl}</ttl></channel></rss>'
+
+    assert parse_feed(body.encode(), FEED_URL, FETCHED_AT) == ([], None)
+
+
+def test_links_that_are_not_web_links_are_dropped() -> None:
+    body = (
+        b'<rss version="2.0"><channel><title>t</title>'
+        b"<item><title>no id left</title><link>javascript:alert(1)</link></item>"
+        b"<item><guid>kept</guid><link>file:///etc/passwd</link></item></channel></rss>"
+    )
+
+    items, _ = parse_feed(body, FEED_URL, FETCHED_AT)
+
+    assert [(item.id, item.url) for item in items] == [("kept", None)]
