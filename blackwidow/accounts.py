@@ -7,9 +7,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from blackwidow.auth import hash_token, new_token
 from blackwidow.errors import ApiError
 from blackwidow.models import User
+from blackwidow.tokens import hash_token, new_token
 
 
 def create_user(session: Session, data: dict[str, Any]) -> tuple[User, str]:

@@ -1,14 +1,7 @@
-"""Who is calling: the admin, a user (by bearer token) or a node (by the cluster secret).
-
-Tokens are stored as SHA-256 hashes: they are random 256-bit strings, so a slow hash adds
-nothing, and a leaked database does not leak usable tokens.
-"""
+"""Who is calling the hub's API: the admin or a user, by bearer token."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -16,34 +9,13 @@ from sqlalchemy.orm import Session
 
 from blackwidow.errors import ApiError
 from blackwidow.models import User
+from blackwidow.tokens import bearer, hash_token, same_secret
 
 
 @dataclass(frozen=True)
 class Caller:
     user_id: int | None
     is_admin: bool = False
-
-
-def new_token() -> str:
-    return secrets.token_urlsafe(32)
-
-
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-def same_secret(given: str | None, expected: str | None) -> bool:
-    """Constant-time comparison; an unset secret matches nothing."""
-    if not given or not expected:
-        return False
-    return hmac.compare_digest(given.encode(), expected.encode())
-
-
-def bearer(authorization: str | None) -> str | None:
-    if not authorization:
-        return None
-    scheme, _, token = authorization.partition(" ")
-    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
 def identify(session: Session, authorization: str | None, admin_token: str | None) -> Caller:
@@ -62,8 +34,3 @@ def identify(session: Session, authorization: str | None, admin_token: str | Non
 def require_admin(caller: Caller) -> None:
     if not caller.is_admin:
         raise ApiError(403, "forbidden", "admin token required", "Authorization")
-
-
-def require_cluster(authorization: str | None, cluster_secret: str | None) -> None:
-    if not same_secret(bearer(authorization), cluster_secret):
-        raise ApiError(401, "unauthorized", "cluster secret required", "Authorization")

@@ -13,7 +13,7 @@ MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 
 
 def make_engine(url: str) -> Engine:
-    """An engine; SQLite gets WAL, a busy timeout and foreign keys, as several processes share it."""
+    """An engine; SQLite gets WAL, a busy timeout and foreign keys: several processes share it."""
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True)
     engine = create_engine(url, connect_args={"timeout": 15, "check_same_thread": False})

@@ -8,8 +8,8 @@ from flask import Flask, jsonify, request
 from flask.typing import ResponseReturnValue
 from marshmallow import Schema, ValidationError, fields, validate
 
-from blackwidow.auth import require_cluster
 from blackwidow.errors import ApiError, first_invalid_field, register_error_handlers
+from blackwidow.tokens import require_cluster
 from sources.model import SubscriberSpec
 from sources.registry import SOURCE_TYPES
 from spawn.node import Node

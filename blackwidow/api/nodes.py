@@ -11,8 +11,9 @@ from flask_smorest import Blueprint
 from blackwidow import cluster
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.schemas import NodeCount, NodeOut, NodeRegister, NodeRegistered
-from blackwidow.auth import require_admin, require_cluster
+from blackwidow.auth import require_admin
 from blackwidow.models import Node
+from blackwidow.tokens import require_cluster
 
 blp = Blueprint("nodes", __name__, url_prefix="/api/v1/nodes", description="Spawn nodes")
 

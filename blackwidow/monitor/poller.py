@@ -1,4 +1,4 @@
-"""Liveness poller: one GET /subscribers per node per cycle, in parallel. Records; decides nothing."""
+"""Liveness poller: one GET /subscribers per node per cycle, in parallel. Decides nothing."""
 
 from __future__ import annotations
 
