@@ -1,0 +1,117 @@
+"""The hub as production runs it (gunicorn, several workers), and the command line itself."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+
+import requests
+
+from tests.integration.conftest import Cluster, wait_until
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_gunicorn_workers_run_exactly_one_monitor(tmp_path):
+    c = Cluster(tmp_path)
+    env = {**os.environ, **c.env}
+    subprocess.run([sys.executable, "-m", "blackwidow", "db", "upgrade"], env=env, check=True)
+    port = _free_port()
+    log_path = tmp_path / "gunicorn.log"
+    with open(log_path, "w") as log:
+        hub = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "-w",
+                "3",
+                "-b",
+                f"127.0.0.1:{port}",
+                "blackwidow.wsgi:app",
+            ],
+            env=env,
+            stderr=log,
+            stdout=log,
+        )
+    try:
+        hub_url = f"http://127.0.0.1:{port}"
+
+        def answers() -> bool:
+            try:
+                return requests.get(f"{hub_url}/healthz", timeout=2).ok
+            except requests.ConnectionError:
+                return False
+
+        wait_until(answers, what="gunicorn to answer")
+        c.hub = type(c.feeds)("hub", hub, hub_url, log_path)
+        c.add_node()
+        c.wait_for_nodes(1)
+        token = c.user()
+        crawler = c.crawler(token, [c.feed("gunicorn", items=4)])
+        wait_until(lambda: len(c.items(token, crawler["id"])) == 4, what="items")
+        wait_until(
+            lambda: c.call("GET", "/api/v1/health").json()["monitor"]["leader"], what="leader"
+        )
+        assert log_path.read_text().count("monitor leading") == 1
+    finally:
+        c.stop()
+
+
+def _blackwidow(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "blackwidow", *args],
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_bad_environment_exits_with_status_2_naming_the_variable():
+    result = _blackwidow("hub", env={"BLACKWIDOW_POLL_INTERVAL": "soon"})
+    assert result.returncode == 2
+    assert "BLACKWIDOW_POLL_INTERVAL" in result.stderr
+
+
+def test_hub_refuses_to_start_without_a_cluster_secret(tmp_path):
+    env = {"BLACKWIDOW_DATABASE_URL": f"sqlite:///{tmp_path / 'h.db'}"}
+    env.pop("BLACKWIDOW_CLUSTER_SECRET", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "blackwidow", "hub", "--port", "0"],
+        env={k: v for k, v in {**os.environ, **env}.items() if k != "BLACKWIDOW_CLUSTER_SECRET"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and "BLACKWIDOW_CLUSTER_SECRET" in result.stderr
+
+
+def test_db_upgrade_creates_the_schema(tmp_path):
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    first = _blackwidow("db", "upgrade", "--db", url)
+    again = _blackwidow("db", "upgrade", "--db", url)
+    assert first.returncode == again.returncode == 0, first.stderr
+    assert (tmp_path / "fresh.db").stat().st_size > 0
+
+
+def test_demo_runs_offline_and_shows_items_arriving():
+    result = _blackwidow("demo", "--duration", "12")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("hub http://127.0.0.1:")
+    summaries = [line for line in lines if line.strip().startswith("tech-python")]
+    assert summaries, result.stdout
+    counts = [
+        int(part.split("=")[1])
+        for line in lines
+        for part in line.split()
+        if part.startswith("items=")
+    ]
+    assert max(counts) > 0
