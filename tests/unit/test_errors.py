@@ -1,0 +1,147 @@
+"""The one HTTP error shape: first invalid field of a nested error map; HTTPException bodies."""
+
+from __future__ import annotations
+
+import pytest
+from flask import Flask
+from werkzeug.exceptions import (
+    BadRequest,
+    HTTPException,
+    MethodNotAllowed,
+    NotFound,
+    RequestEntityTooLarge,
+    UnprocessableEntity,
+)
+
+from blackwidow.errors import first_invalid_field, http_error_response
+
+
+@pytest.mark.parametrize(
+    ("messages", "expected"),
+    [
+        (
+            {"name": ["Missing data for required field."]},
+            ("name", "Missing data for required field."),
+        ),
+        (
+            {"query": {"feeds": {0: ["Not a valid URL."]}}},
+            ("query.feeds.0", "Not a valid URL."),
+        ),
+        (
+            {"query": {"feeds": {3: ["Not a valid URL.", "Too long."]}}},
+            ("query.feeds.3", "Not a valid URL."),
+        ),
+        ({"a": {"b": {"c": "deep"}}}, ("a.b.c", "deep")),
+        # the first entry wins
+        ({"name": ["bad name"], "item_limit": ["bad limit"]}, ("name", "bad name")),
+        # lists: the first message
+        (["first", "second"], (None, "first")),
+        ([["nested first"], "second"], (None, "nested first")),
+        ({"keywords": [["x"], ["y"]]}, ("keywords", "x")),
+        # _schema errors belong to the object itself, not to a field named "_schema"
+        ({"_schema": ["Invalid input."]}, (None, "Invalid input.")),
+        ({"query": {"_schema": ["Unknown source."]}}, ("query", "Unknown source.")),
+        # empty maps and lists end the path where they are
+        ({}, (None, "{}")),
+        ({"query": {}}, ("query", "{}")),
+        ([], (None, "[]")),
+        ("plain message", (None, "plain message")),
+    ],
+)
+def test_first_invalid_field(messages, expected):
+    assert first_invalid_field(messages) == expected
+
+
+def with_data(error: HTTPException, data: dict) -> HTTPException:
+    error.data = data  # what webargs / flask-smorest attach to the 422 they abort with
+    return error
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "expected"),
+    [
+        (
+            with_data(
+                UnprocessableEntity(),
+                {"messages": {"json": {"name": ["Missing data for required field."]}}},
+            ),
+            422,
+            {
+                "code": "invalid",
+                "field": "name",
+                "message": "name: Missing data for required field.",
+            },
+        ),
+        (
+            with_data(
+                UnprocessableEntity(),
+                {"messages": {"json": {"query": {"feeds": {0: ["Not a valid URL."]}}}}},
+            ),
+            422,
+            {
+                "code": "invalid",
+                "field": "query.feeds.0",
+                "message": "query.feeds.0: Not a valid URL.",
+            },
+        ),
+        (
+            with_data(
+                UnprocessableEntity(), {"errors": {"query": {"page": ["Not a valid integer."]}}}
+            ),
+            422,
+            {"code": "invalid", "field": "page", "message": "page: Not a valid integer."},
+        ),
+        (
+            # two locations: the location stays in the path, so the caller knows which one
+            with_data(
+                BadRequest(),
+                {"messages": {"json": {"name": ["Missing."]}, "query": {"page": ["Bad."]}}},
+            ),
+            400,
+            {"code": "invalid", "field": "json.name", "message": "json.name: Missing."},
+        ),
+        (
+            with_data(
+                UnprocessableEntity(), {"messages": {"json": {"_schema": ["Invalid input."]}}}
+            ),
+            422,
+            {"code": "invalid", "field": None, "message": "Invalid input."},
+        ),
+        (
+            NotFound(),
+            404,
+            {"code": "not_found", "field": None, "message": NotFound.description},
+        ),
+        (
+            NotFound("no crawler 7"),
+            404,
+            {"code": "not_found", "field": None, "message": "no crawler 7"},
+        ),
+        (
+            MethodNotAllowed(),
+            405,
+            {"code": "method_not_allowed", "field": None, "message": MethodNotAllowed.description},
+        ),
+        (
+            RequestEntityTooLarge(),
+            413,
+            {
+                "code": "request_entity_too_large",
+                "field": None,
+                "message": RequestEntityTooLarge.description,
+            },
+        ),
+        (
+            with_data(BadRequest("bad body"), {}),  # data without messages: the plain shape
+            400,
+            {"code": "bad_request", "field": None, "message": "bad body"},
+        ),
+    ],
+)
+def test_http_error_response(error, status, expected):
+    app = Flask(__name__)
+    with app.test_request_context():
+        response, returned_status = http_error_response(error)
+    assert returned_status == status
+    assert response.mimetype == "application/json"
+    assert response.get_json() == {"error": expected}

@@ -1,0 +1,114 @@
+"""Settings from the environment: defaults, each variable parsed, bad ones named, secrets hidden."""
+
+from __future__ import annotations
+
+import pytest
+
+from blackwidow.settings import Settings, SettingsError, from_env
+
+
+def test_empty_environ_gives_defaults():
+    settings = from_env({})
+    assert settings == Settings()
+    assert (settings.database_url, settings.store_url) == (
+        "sqlite:///blackwidow.db",
+        "sqlite:///blackwidow-items.db",
+    )
+    assert (settings.admin_token, settings.cluster_secret, settings.redis_url) == (None,) * 3
+    assert (settings.poll_interval, settings.node_dead_after) == (2.0, 10.0)
+    assert (settings.orphan_after, settings.detach_after, settings.feed_interval) == (
+        30.0,
+        60.0,
+        60.0,
+    )
+    assert (settings.routing, settings.node_capacity) == ("modulo", 100)
+    assert settings.fetch_allow == frozenset()
+
+
+def test_unrelated_variables_are_ignored():
+    assert from_env({"HOME": "/root", "BLACKWIDOW_UNKNOWN": "x"}) == Settings()
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "attribute", "expected"),
+    [
+        ("BLACKWIDOW_DATABASE_URL", "postgresql://db/hub", "database_url", "postgresql://db/hub"),
+        ("BLACKWIDOW_STORE", "redis://cache/0", "store_url", "redis://cache/0"),
+        ("BLACKWIDOW_ADMIN_TOKEN", "t0ken", "admin_token", "t0ken"),
+        ("BLACKWIDOW_CLUSTER_SECRET", "s3cret", "cluster_secret", "s3cret"),
+        ("BLACKWIDOW_POLL_INTERVAL", "0.5", "poll_interval", 0.5),
+        ("BLACKWIDOW_POLL_INTERVAL", "3", "poll_interval", 3.0),
+        ("BLACKWIDOW_NODE_DEAD_AFTER", "4.2", "node_dead_after", 4.2),
+        ("BLACKWIDOW_ORPHAN_AFTER", "15", "orphan_after", 15.0),
+        ("BLACKWIDOW_DETACH_AFTER", "90", "detach_after", 90.0),
+        ("BLACKWIDOW_ROUTING", "rendezvous", "routing", "rendezvous"),
+        ("BLACKWIDOW_ROUTING", "modulo", "routing", "modulo"),
+        ("BLACKWIDOW_FEED_INTERVAL", "300", "feed_interval", 300.0),
+        ("BLACKWIDOW_NODE_CAPACITY", "7", "node_capacity", 7),
+        (
+            "BLACKWIDOW_REDIS_URL",
+            "redis://localhost:6379/1",
+            "redis_url",
+            "redis://localhost:6379/1",
+        ),
+        (
+            "BLACKWIDOW_FETCH_ALLOW",
+            "Feeds.Example, LOCALHOST,,127.0.0.1 , ",
+            "fetch_allow",
+            frozenset({"feeds.example", "localhost", "127.0.0.1"}),
+        ),
+        ("BLACKWIDOW_FETCH_ALLOW", "", "fetch_allow", frozenset()),
+    ],
+)
+def test_each_variable_is_parsed(name, raw, attribute, expected):
+    settings = from_env({name: raw})
+    assert getattr(settings, attribute) == expected
+    # and only that field moved
+    assert settings.replace(**{attribute: getattr(Settings(), attribute)}) == Settings()
+
+
+@pytest.mark.parametrize(
+    ("name", "raw"),
+    [
+        ("BLACKWIDOW_POLL_INTERVAL", "fast"),
+        ("BLACKWIDOW_POLL_INTERVAL", "2s"),
+        ("BLACKWIDOW_POLL_INTERVAL", ""),
+        ("BLACKWIDOW_POLL_INTERVAL", "0"),
+        ("BLACKWIDOW_NODE_DEAD_AFTER", "-1"),
+        ("BLACKWIDOW_ORPHAN_AFTER", "0.0"),
+        ("BLACKWIDOW_DETACH_AFTER", "nan"),
+        ("BLACKWIDOW_FEED_INTERVAL", "-0.5"),
+        ("BLACKWIDOW_ROUTING", "random"),
+        ("BLACKWIDOW_ROUTING", "Modulo"),
+        ("BLACKWIDOW_ROUTING", ""),
+        ("BLACKWIDOW_NODE_CAPACITY", "0"),
+        ("BLACKWIDOW_NODE_CAPACITY", "-3"),
+        ("BLACKWIDOW_NODE_CAPACITY", "2.5"),
+        ("BLACKWIDOW_NODE_CAPACITY", "many"),
+        ("BLACKWIDOW_DATABASE_URL", ""),
+        ("BLACKWIDOW_DATABASE_URL", "   "),
+        ("BLACKWIDOW_STORE", ""),
+        ("BLACKWIDOW_ADMIN_TOKEN", ""),
+    ],
+)
+def test_bad_values_name_their_variable(name, raw):
+    with pytest.raises(SettingsError) as caught:
+        from_env({name: raw})
+    assert caught.value.name == name
+    assert str(caught.value).startswith(f"{name}: ")
+    assert isinstance(caught.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("BLACKWIDOW_ADMIN_TOKEN", "admin-token-do-not-log"),
+        ("BLACKWIDOW_CLUSTER_SECRET", "cluster-secret-do-not-log"),
+        ("BLACKWIDOW_REDIS_URL", "redis://:password-do-not-log@cache:6379/0"),
+    ],
+)
+def test_secrets_stay_out_of_repr(name, secret):
+    settings = from_env({name: secret, "BLACKWIDOW_DATABASE_URL": "sqlite:///visible.db"})
+    text = repr(settings)
+    assert "do-not-log" not in text
+    assert "sqlite:///visible.db" in text  # repr still shows the rest
