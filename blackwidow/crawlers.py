@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from blackwidow.auth import Caller
-from blackwidow.errors import ApiError, first_invalid_field
+from blackwidow.errors import ApiError, invalid_input
 from blackwidow.models import Assignment, Crawler
 from sources.keys import source_key
 from sources.registry import SOURCE_TYPES
@@ -23,9 +23,7 @@ def validated_query(source: str, query: dict[str, Any]) -> dict[str, Any]:
     try:
         return SOURCE_TYPES[source].query_schema().load(query)
     except ValidationError as error:
-        inner, message = first_invalid_field(error.messages)
-        field = f"query.{inner}" if inner else "query"
-        raise ApiError(422, "invalid", f"{field}: {message}", field) from None
+        raise invalid_input(error.messages, "query") from None
 
 
 def create(session: Session, caller: Caller, data: dict[str, Any]) -> Crawler:

@@ -41,6 +41,13 @@ def first_invalid_field(messages: Any, path: tuple[str, ...] = ()) -> tuple[str 
     return (".".join(path) or None), str(messages)
 
 
+def invalid_input(messages: Any, prefix: str | None = None) -> ApiError:
+    """A 422 for a schema's error map; `prefix` places a nested schema (e.g. "query")."""
+    inner, message = first_invalid_field(messages)
+    field = ".".join(part for part in (prefix, inner) if part) or None
+    return ApiError(422, "invalid", f"{field}: {message}" if field else message, field)
+
+
 def http_error_response(error: HTTPException) -> ResponseReturnValue:
     """Render any HTTPException (404, 405, 413, schema validation) in the one error shape."""
     data = getattr(error, "data", None) or {}

@@ -8,7 +8,7 @@ from flask import Flask, jsonify, request
 from flask.typing import ResponseReturnValue
 from marshmallow import Schema, ValidationError, fields, validate
 
-from blackwidow.errors import ApiError, first_invalid_field, register_error_handlers
+from blackwidow.errors import ApiError, invalid_input, register_error_handlers
 from blackwidow.tokens import require_cluster
 from sources.model import SubscriberSpec
 from sources.registry import SOURCE_TYPES
@@ -31,13 +31,12 @@ def parse_spec(crawler_id: int, body: Any) -> SubscriberSpec:
     """A validated spec, or a 422 naming the field; the query is checked by its source type."""
     try:
         data = SpecSchema().load(body if isinstance(body, dict) else {})
+    except ValidationError as error:
+        raise invalid_input(error.messages) from None
+    try:
         data["query"] = SOURCE_TYPES[data["source"]].query_schema().load(data["query"])
     except ValidationError as error:
-        messages = error.messages
-        if "crawler_id" not in messages and "source" in (body or {}) and "query" not in messages:
-            messages = {"query": messages}
-        field, message = first_invalid_field(messages)
-        raise ApiError(422, "invalid", f"{field}: {message}", field) from None
+        raise invalid_input(error.messages, "query") from None
     if data["crawler_id"] != crawler_id:
         raise ApiError(422, "invalid", "crawler_id: differs from the URL", "crawler_id")
     return SubscriberSpec(**data)

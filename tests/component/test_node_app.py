@@ -1,0 +1,284 @@
+"""The node's HTTP face on a real pool, store and RSS sources; the watchdog on a fake clock."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from blackwidow.demo.feed_server import FeedServer
+from blackwidow.store.sqlite import SqliteStore
+from sources.fetcher import GuardedFetcher
+from sources.keys import source_key
+from sources.model import SubscriberSpec
+from sources.pool import DataSourcePool
+from sources.registry import SourceContext, opener
+from spawn import watchdog
+from spawn.app import ASSIGNED_HEADER, create_node_app
+from spawn.node import Node
+
+SECRET = "cluster-secret-for-node-tests"
+AUTH = {"Authorization": f"Bearer {SECRET}"}
+FEED_INTERVAL = 0.1
+ORPHAN_AFTER = 10.0
+DETACH_AFTER = 30.0
+LOOPBACK = frozenset({"127.0.0.1"})
+
+
+class FakeClock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def feeds() -> Iterator[FeedServer]:
+    server = FeedServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(1000.0)
+
+
+@pytest.fixture
+def node(tmp_path, clock: FakeClock) -> Iterator[Node]:
+    store = SqliteStore(str(tmp_path / "items.db"))
+    fetcher = GuardedFetcher(allow_hosts=LOOPBACK, deadline=5.0)
+    pool = DataSourcePool(opener(SourceContext(fetcher, FEED_INTERVAL)), store)
+    yield Node(pool, clock)
+    pool.clear()
+    store.close()
+
+
+@pytest.fixture
+def client(node: Node) -> FlaskClient:
+    return create_node_app(node, SECRET).test_client()
+
+
+def feed(server: FeedServer, name: str) -> str:
+    return f"{server.url}/feeds/{name}.xml?items=5"
+
+
+def spec_body(crawler_id: int, feeds: list[str], **changes: Any) -> dict[str, Any]:
+    body = {
+        "crawler_id": crawler_id,
+        "user_id": 1,
+        "source": "rss",
+        "query": {"feeds": feeds, "keywords": []},
+        "item_limit": None,
+        "lease": None,
+    }
+    return {**body, **changes}
+
+
+def put(client: FlaskClient, body: dict[str, Any]) -> dict[str, Any]:
+    response = client.put(f"/subscribers/{body['crawler_id']}", json=body, headers=AUTH)
+    assert response.status_code == 200, response.json
+    return response.json
+
+
+def poll(client: FlaskClient, assigned: str | None = None) -> dict[str, Any]:
+    headers = {**AUTH, ASSIGNED_HEADER: assigned} if assigned is not None else AUTH
+    response = client.get("/subscribers", headers=headers)
+    assert response.status_code == 200, response.json
+    return response.json
+
+
+def crawler_ids(node: Node) -> set[int]:
+    return {s["crawler_id"] for s in node.pool.statuses()}
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("put", "/subscribers/1"), ("delete", "/subscribers/1"), ("get", "/subscribers")],
+)
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Authorization": "Bearer wrong"}, {"Authorization": SECRET}, {"Authorization": "Bearer"}],
+    ids=["none", "wrong-secret", "no-scheme", "empty-bearer"],
+)
+def test_every_call_but_healthz_needs_the_cluster_secret(
+    client: FlaskClient, node: Node, feeds: FeedServer, method: str, path: str, headers: dict
+) -> None:
+    response = client.open(
+        path, method=method.upper(), json=spec_body(1, [feed(feeds, "news")]), headers=headers
+    )
+
+    assert response.status_code == 401
+    assert response.json["error"]["field"] == "Authorization"
+    assert response.json["error"]["code"] == "unauthorized"
+    assert node.pool.statuses() == []
+    assert client.get("/healthz").status_code == 200
+
+
+def test_put_list_and_delete_a_subscriber(
+    client: FlaskClient, node: Node, feeds: FeedServer
+) -> None:
+    body = spec_body(1, [feed(feeds, "news")], item_limit=50, lease=20)
+    expected = SubscriberSpec(**body)
+
+    created = put(client, body)
+
+    assert created["crawler_id"] == 1
+    assert created["digest"] == expected.digest()
+    assert created["lease"] == 20
+    listed = poll(client)
+    assert [(s["crawler_id"], s["digest"]) for s in listed["subscribers"]] == [
+        (1, expected.digest())
+    ]
+    assert [(d["key"], d["subscribers"]) for d in listed["data_sources"]] == [
+        (source_key("rss", body["query"]), 1)
+    ]
+
+    assert put(client, body)["digest"] == expected.digest()  # the same push again is fine
+    assert len(node.pool.statuses()) == 1
+
+    assert client.delete("/subscribers/1", headers=AUTH).status_code == 204
+    assert client.delete("/subscribers/1", headers=AUTH).status_code == 204
+    assert poll(client) == {"subscribers": [], "data_sources": []}
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        pytest.param({"crawler_id": 2}, "crawler_id", id="crawler-id-differs-from-url"),
+        pytest.param(
+            {"source": "gopher"},
+            "source",
+            id="unknown-source",
+        ),
+        pytest.param(
+            {"query": {"feeds": ["ftp://127.0.0.1/feed.xml"]}}, "query.feeds.0", id="non-http-feed"
+        ),
+        pytest.param({"query": {"feeds": []}}, "query.feeds", id="no-feeds"),
+        pytest.param({"query": {}}, "query.feeds", id="feeds-missing"),
+        pytest.param(
+            {"item_limit": -1},
+            "item_limit",
+            id="negative-item-limit",
+        ),
+        pytest.param(
+            {"lease": -1},
+            "lease",
+            id="negative-lease",
+        ),
+        pytest.param(
+            {"user_id": None},
+            "user_id",
+            id="missing-user-id",
+        ),
+    ],
+)
+def test_a_bad_spec_is_refused_naming_the_field(
+    client: FlaskClient, node: Node, feeds: FeedServer, changes: dict[str, Any], field: str
+) -> None:
+    body = {**spec_body(1, [feed(feeds, "news")]), **changes}
+    body = {k: v for k, v in body.items() if not (k == "user_id" and v is None)}
+
+    response = client.put("/subscribers/1", json=body, headers=AUTH)
+
+    assert response.status_code == 422
+    assert response.json["error"]["code"] == "invalid"
+    assert response.json["error"]["field"] == field
+    assert node.pool.statuses() == []
+
+
+@pytest.mark.parametrize(
+    "data", [b"not json", b"[1, 2]", b'"source"'], ids=["not-json", "array", "string"]
+)
+def test_a_body_that_is_not_a_json_object_is_refused(
+    client: FlaskClient, node: Node, data: bytes
+) -> None:
+    response = client.put(
+        "/subscribers/1", data=data, headers={**AUTH, "Content-Type": "application/json"}
+    )
+
+    assert response.status_code == 422
+    assert response.json["error"]["code"] == "invalid"
+    assert response.json["error"]["field"]
+    assert node.pool.statuses() == []
+
+
+def test_a_poll_confirms_the_assigned_subscribers_and_the_watchdog_drops_the_rest(
+    client: FlaskClient, node: Node, clock: FakeClock, feeds: FeedServer
+) -> None:
+    node.mark_registered(7)
+    url = feed(feeds, "news")
+    for crawler_id in (1, 2, 3):
+        put(client, spec_body(crawler_id, [url]))
+
+    clock.now += 5
+    poll(client, assigned="1, 2")
+    clock.now += ORPHAN_AFTER - 3  # 3 has not been confirmed for longer than orphan_after
+    watchdog.check(node, ORPHAN_AFTER, DETACH_AFTER)
+
+    assert crawler_ids(node) == {1, 2}
+    assert node.registered.is_set()
+    assert [d["subscribers"] for d in node.pool.data_sources()] == [2]
+
+
+@pytest.mark.parametrize("header", ["1,two", "1;2", "0x1"])
+def test_a_malformed_assigned_header_is_refused(
+    client: FlaskClient, node: Node, clock: FakeClock, feeds: FeedServer, header: str
+) -> None:
+    put(client, spec_body(1, [feed(feeds, "news")]))
+    clock.now += 5
+
+    response = client.get("/subscribers", headers={**AUTH, ASSIGNED_HEADER: header})
+
+    assert response.status_code == 400
+    assert response.json["error"]["field"] == ASSIGNED_HEADER
+
+
+def test_a_node_the_hub_stops_polling_detaches(
+    client: FlaskClient, node: Node, clock: FakeClock, feeds: FeedServer
+) -> None:
+    node.mark_registered(7)
+    put(client, spec_body(1, [feed(feeds, "news")]))
+
+    clock.now += DETACH_AFTER - 5
+    poll(client, assigned="1")  # a poll restarts the silence
+    clock.now += DETACH_AFTER - 5
+    watchdog.check(node, ORPHAN_AFTER * 10, DETACH_AFTER)
+    assert crawler_ids(node) == {1}
+    assert node.registered.is_set()
+
+    clock.now += 6
+    watchdog.check(node, ORPHAN_AFTER * 10, DETACH_AFTER)
+
+    assert node.pool.statuses() == []
+    assert node.pool.data_sources() == []
+    assert not node.registered.is_set()
+    health = client.get("/healthz").json
+    assert health["registered"] is False
+    assert health["data_sources"] == []
+    assert health["subscribers"] == 0
+
+
+def test_healthz_lists_data_sources_with_their_subscriber_counts(
+    client: FlaskClient, node: Node, feeds: FeedServer
+) -> None:
+    shared, alone = [feed(feeds, "news"), feed(feeds, "tech")], [feed(feeds, "sports")]
+    put(client, spec_body(1, shared))
+    put(client, spec_body(2, list(reversed(shared))))
+    put(client, spec_body(3, alone))
+
+    response = client.get("/healthz")  # no Authorization: load balancers ask too
+
+    assert response.status_code == 200
+    health = response.json
+    assert health["role"] == "node"
+    assert health["registered"] is False
+    assert health["subscribers"] == 3
+    assert {d["key"]: d["subscribers"] for d in health["data_sources"]} == {
+        source_key("rss", {"feeds": shared}): 2,
+        source_key("rss", {"feeds": alone}): 1,
+    }

@@ -1,0 +1,296 @@
+"""DataSourcePool and Subscriber on a real SQLite store, with real RSS sources on sample feeds."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from blackwidow.demo.feed_server import FeedServer
+from blackwidow.store.sqlite import SqliteStore
+from sources.fetcher import GuardedFetcher
+from sources.keys import source_key
+from sources.model import DataSource, Item, SubscriberSpec
+from sources.pool import DataSourcePool
+from sources.registry import SourceContext, opener
+
+FEED_INTERVAL = 0.1
+WAIT = 5.0
+LOOPBACK = frozenset({"127.0.0.1"})
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = WAIT, what: str = "") -> None:
+    """Poll a condition until it holds; fail at the deadline instead of sleeping and hoping."""
+    deadline_at = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline_at:
+            pytest.fail(f"timed out after {timeout}s waiting for {what or condition}")
+        time.sleep(0.01)
+
+
+class OpenedSources:
+    """The real opener, recording every data source it opens (a spy, not a fake)."""
+
+    def __init__(self, context: SourceContext) -> None:
+        self._open = opener(context)
+        self.opened: list[DataSource] = []
+
+    def __call__(self, key: str, spec: SubscriberSpec) -> DataSource:
+        source = self._open(key, spec)
+        self.opened.append(source)
+        return source
+
+
+@pytest.fixture
+def feeds() -> Iterator[FeedServer]:
+    server = FeedServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def store(tmp_path) -> Iterator[SqliteStore]:
+    opened = SqliteStore(str(tmp_path / "items.db"))
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def sources() -> OpenedSources:
+    fetcher = GuardedFetcher(allow_hosts=LOOPBACK, deadline=5.0)
+    return OpenedSources(SourceContext(fetcher, FEED_INTERVAL))
+
+
+@pytest.fixture
+def pool(sources: OpenedSources, store: SqliteStore) -> Iterator[DataSourcePool]:
+    running = DataSourcePool(sources, store)
+    yield running
+    running.clear()
+
+
+def feed(server: FeedServer, name: str, items: int = 10) -> str:
+    return f"{server.url}/feeds/{name}.xml?items={items}"
+
+
+def spec(
+    crawler_id: int,
+    feeds: list[str],
+    keywords: list[str] | None = None,
+    item_limit: int | None = None,
+    lease: int | None = None,
+) -> SubscriberSpec:
+    return SubscriberSpec(
+        crawler_id=crawler_id,
+        user_id=1,
+        source="rss",
+        query={"feeds": feeds, "keywords": keywords or []},
+        item_limit=item_limit,
+        lease=lease,
+    )
+
+
+def key_of(subscriber: SubscriberSpec) -> str:
+    return source_key(subscriber.source, subscriber.query)
+
+
+def status(pool: DataSourcePool, crawler_id: int) -> dict[str, Any]:
+    return next(s for s in pool.statuses() if s["crawler_id"] == crawler_id)
+
+
+def counts(pool: DataSourcePool) -> dict[str, int]:
+    return {d["key"]: d["subscribers"] for d in pool.data_sources()}
+
+
+def source_threads(key: str) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == f"rss-source-{key}" and t.is_alive()]
+
+
+def test_equal_feed_lists_share_one_data_source_until_the_last_subscriber_leaves(
+    pool: DataSourcePool, sources: OpenedSources, feeds: FeedServer
+) -> None:
+    a, b = feed(feeds, "alpha"), feed(feeds, "beta")
+    first = spec(1, [a, b])
+    second = spec(2, [b.replace("http://", "HTTP://") + "#latest", a])  # same feeds, respelled
+    third = spec(3, [feed(feeds, "gamma")])
+
+    pool.put(first, now=0.0)
+    pool.put(second, now=0.0)
+    assert counts(pool) == {key_of(first): 2}
+    assert key_of(second) == key_of(first)
+
+    pool.put(third, now=0.0)
+    assert counts(pool) == {key_of(first): 2, key_of(third): 1}
+    assert len(sources.opened) == 2
+
+    assert pool.delete(1) is True
+    assert counts(pool) == {key_of(first): 1, key_of(third): 1}
+    assert source_threads(key_of(first))
+
+    assert pool.delete(2) is True
+    assert counts(pool) == {key_of(third): 1}
+    assert source_threads(key_of(first)) == []  # stopped, not just forgotten
+
+    assert pool.delete(2) is False
+    assert pool.delete(999) is False
+    assert counts(pool) == {key_of(third): 1}
+
+
+def test_keywords_filter_per_subscriber_on_a_shared_source(
+    pool: DataSourcePool, store: SqliteStore, feeds: FeedServer
+) -> None:
+    url = feed(feeds, "news", items=20)  # entries 1, 9 and 17 are about python
+    pool.put(spec(1, [url], keywords=["python"]), now=0.0)
+    pool.put(spec(2, [url]), now=0.0)
+
+    wait_until(lambda: store.count(2) == 20 and store.count(1) == 3, what="both subscribers")
+
+    titles = [item.title or "" for item in store.items(1, 100)]
+    assert len(titles) == 3
+    assert all("python" in title.lower() for title in titles)
+    assert status(pool, 1)["items_collected"] == 3
+    assert status(pool, 2)["items_collected"] == 20
+    assert counts(pool) == {key_of(spec(1, [url])): 2}
+
+
+def test_item_limit_is_exact(pool: DataSourcePool, store: SqliteStore, feeds: FeedServer) -> None:
+    pool.put(spec(1, [feed(feeds, "news", items=20)], item_limit=5), now=0.0)
+
+    wait_until(lambda: status(pool, 1)["state"] == "limit_reached", what="limit_reached")
+
+    assert store.count(1) == 5
+    current = status(pool, 1)
+    assert current["items_collected"] == 5
+    assert current["held"] == 0  # items beyond the crawler's own limit can never be stored
+
+
+def test_a_lease_holds_items_and_a_bigger_lease_stores_them_without_a_refetch(
+    pool: DataSourcePool, store: SqliteStore, feeds: FeedServer
+) -> None:
+    url = feed(feeds, "news", items=20)
+    pool.put(spec(1, [url], lease=3), now=0.0)
+
+    wait_until(lambda: store.count(1) == 3 and status(pool, 1)["held"] > 0, what="held items")
+    current = status(pool, 1)
+    assert current["state"] == "waiting"
+    assert current["items_collected"] == 3
+    assert current["held"] == 17
+
+    feeds.stop()  # nothing more can be fetched: what gets stored next was held
+    raised = pool.put(spec(1, [url], lease=8), now=1.0)
+
+    assert raised["items_collected"] == 8
+    assert raised["state"] == "waiting"
+    assert raised["lease"] == 8
+    assert raised["held"] == 12
+    assert store.count(1) == 8
+
+    lowered = pool.put(spec(1, [url], lease=2), now=2.0)
+    assert lowered["lease"] == lowered["items_collected"] == 8
+    assert lowered["state"] == "waiting"
+    assert store.count(1) == 8
+
+
+def test_the_same_spec_twice_changes_nothing(
+    pool: DataSourcePool, sources: OpenedSources, store: SqliteStore, feeds: FeedServer
+) -> None:
+    subscriber = spec(1, [feed(feeds, "news")])
+    pool.put(subscriber, now=0.0)
+    wait_until(lambda: status(pool, 1)["items_collected"] == 10, what="first fetch")
+
+    again = pool.put(subscriber, now=1.0)
+    once_more = pool.put(subscriber, now=2.0)
+
+    assert again == once_more
+    assert again["digest"] == subscriber.digest()
+    assert again["items_collected"] == 10
+    assert len(sources.opened) == 1
+    assert counts(pool) == {key_of(subscriber): 1}
+    ids = [item.id for item in store.items(1, 100)]
+    assert len(ids) == len(set(ids)) == 10
+
+
+def test_new_keywords_update_in_place_and_new_feeds_move_to_a_new_source(
+    pool: DataSourcePool, sources: OpenedSources, store: SqliteStore, feeds: FeedServer
+) -> None:
+    news = feed(feeds, "news")
+    pool.put(spec(1, [news]), now=0.0)
+    wait_until(lambda: status(pool, 1)["items_collected"] == 10, what="first fetch")
+
+    narrowed = spec(1, [news], keywords=["redis"])
+    updated = pool.put(narrowed, now=1.0)
+
+    assert updated["digest"] == narrowed.digest()
+    assert updated["items_collected"] == 10
+    assert len(sources.opened) == 1
+    assert counts(pool) == {key_of(narrowed): 1}
+
+    moved = spec(1, [feed(feeds, "sports", items=5)])
+    after_move = pool.put(moved, now=2.0)
+
+    assert after_move["digest"] == moved.digest()
+    assert after_move["items_collected"] >= 10  # the count comes along
+    assert len(sources.opened) == 2
+    assert counts(pool) == {key_of(moved): 1}
+    assert source_threads(key_of(narrowed)) == []
+    wait_until(lambda: status(pool, 1)["items_collected"] == 15, what="the new feed's items")
+    assert store.count(1) == 15
+
+
+def test_a_late_subscriber_gets_what_the_source_fetched_before_it_came(
+    pool: DataSourcePool, sources: OpenedSources, store: SqliteStore, feeds: FeedServer
+) -> None:
+    url = feed(feeds, "news")
+    pool.put(spec(1, [url]), now=0.0)
+    wait_until(lambda: store.count(1) == 10, what="first fetch")
+
+    late = pool.put(spec(2, [url]), now=1.0)
+
+    assert late["items_collected"] == 10  # from the snapshot, during put: the feed is unchanged
+    assert store.count(2) == 10
+    assert len(sources.opened) == 1
+
+
+def test_a_subscriber_counts_what_its_crawler_already_stored(
+    pool: DataSourcePool, store: SqliteStore, feeds: FeedServer
+) -> None:
+    fetched_at = datetime(2024, 1, 1, tzinfo=UTC)
+    earlier = [
+        Item(
+            f"earlier-{n}", "rss", None, f"earlier {n}", None, None, None, fetched_at, crawler_id=7
+        )
+        for n in range(4)
+    ]
+    assert store.add(earlier) == 4  # stored on another node before the crawler moved here
+
+    pool.put(spec(7, [feed(feeds, "news", items=20)], item_limit=6), now=0.0)
+
+    wait_until(lambda: status(pool, 7)["state"] == "limit_reached", what="limit_reached")
+    assert store.count(7) == 6
+    assert status(pool, 7)["items_collected"] == 6
+    from_feed = [item for item in store.items(7, 100) if not item.id.startswith("earlier-")]
+    assert len(from_feed) == 2
+
+
+def test_orphans_are_subscribers_the_hub_has_not_confirmed_lately(
+    pool: DataSourcePool, feeds: FeedServer
+) -> None:
+    url = feed(feeds, "news")
+    pool.put(spec(1, [url]), now=100.0)
+    pool.put(spec(2, [url]), now=105.0)
+
+    assert pool.orphans(now=112.0, orphan_after=10.0) == [1]
+    assert pool.orphans(now=110.0, orphan_after=10.0) == []
+
+    pool.confirm([1, 999], now=112.0)  # an id the node does not hold is ignored
+
+    assert pool.orphans(now=112.0, orphan_after=10.0) == []
+    assert pool.orphans(now=116.0, orphan_after=10.0) == [2]
+    assert sorted(pool.orphans(now=123.0, orphan_after=10.0)) == [1, 2]
+
+    pool.put(spec(2, [url]), now=120.0)  # a push confirms too
+    assert pool.orphans(now=123.0, orphan_after=10.0) == [1]
