@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -11,6 +11,7 @@ from flask.testing import FlaskClient
 
 from blackwidow import db
 from blackwidow.app import create_app
+from blackwidow.demo.feed_server import FeedServer
 from blackwidow.settings import Settings
 
 ADMIN = "admin-token-for-tests"
@@ -48,3 +49,12 @@ def make_user(client: FlaskClient) -> Callable[..., dict[str, Any]]:
         return response.json
 
     return _make
+
+
+@pytest.fixture
+def feeds() -> Iterator[FeedServer]:
+    """The sample-feed server in this process, on a loopback port."""
+    server = FeedServer()
+    server.start()
+    yield server
+    server.stop()

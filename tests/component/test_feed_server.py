@@ -16,17 +16,10 @@ import feedparser
 import pytest
 
 from blackwidow.demo.feed_server import FeedServer
+from tests.support import FakeClock
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 START = 1_700_000_000.0
-
-
-class FakeClock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

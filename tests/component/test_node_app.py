@@ -18,6 +18,7 @@ from sources.registry import SourceContext, opener
 from spawn import watchdog
 from spawn.app import ASSIGNED_HEADER, create_node_app
 from spawn.node import Node
+from tests.support import FakeClock
 
 SECRET = "cluster-secret-for-node-tests"
 AUTH = {"Authorization": f"Bearer {SECRET}"}
@@ -25,22 +26,6 @@ FEED_INTERVAL = 0.1
 ORPHAN_AFTER = 10.0
 DETACH_AFTER = 30.0
 LOOPBACK = frozenset({"127.0.0.1"})
-
-
-class FakeClock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def feeds() -> Iterator[FeedServer]:
-    server = FeedServer()
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

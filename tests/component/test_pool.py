@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,19 +16,10 @@ from sources.keys import source_key
 from sources.model import DataSource, Item, SubscriberSpec
 from sources.pool import DataSourcePool
 from sources.registry import SourceContext, opener
+from tests.support import wait_until
 
 FEED_INTERVAL = 0.1
-WAIT = 5.0
 LOOPBACK = frozenset({"127.0.0.1"})
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = WAIT, what: str = "") -> None:
-    """Poll a condition until it holds; fail at the deadline instead of sleeping and hoping."""
-    deadline_at = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline_at:
-            pytest.fail(f"timed out after {timeout}s waiting for {what or condition}")
-        time.sleep(0.01)
 
 
 class OpenedSources:
@@ -43,14 +33,6 @@ class OpenedSources:
         source = self._open(key, spec)
         self.opened.append(source)
         return source
-
-
-@pytest.fixture
-def feeds() -> Iterator[FeedServer]:
-    server = FeedServer()
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -11,17 +11,10 @@ from sources.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink
 from sources.rss import RssSource
 from tests.servers.hostile_http import HostileServer
+from tests.support import FakeClock
 
 INTERVAL = 60.0
 LOOPBACK = frozenset({"127.0.0.1"})
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class RecordingSink:

@@ -7,7 +7,6 @@ failures, orphans and detaches happen within seconds.
 from __future__ import annotations
 
 import secrets
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 import requests
 
 from blackwidow.demo import processes
+from tests.support import wait_until
 
 FAST_TIMERS = {
     "BLACKWIDOW_POLL_INTERVAL": "0.5",
@@ -24,18 +24,6 @@ FAST_TIMERS = {
     "BLACKWIDOW_DETACH_AFTER": "4",
     "BLACKWIDOW_FEED_INTERVAL": "0.3",
 }
-
-
-def wait_until(condition: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
-    """Poll `condition` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
 
 
 class Cluster:

@@ -6,7 +6,8 @@ import time
 
 import requests
 
-from tests.integration.conftest import MEASUREMENTS, wait_until
+from tests.integration.conftest import MEASUREMENTS
+from tests.support import wait_until
 
 
 def test_items_arrive_and_can_be_read_back(cluster):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.conftest import wait_until
 from tests.servers.hostile_http import HostileServer
+from tests.support import wait_until
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,8 @@ import sys
 
 import requests
 
-from tests.integration.conftest import Cluster, wait_until
+from tests.integration.conftest import Cluster
+from tests.support import wait_until
 
 
 def _free_port() -> int:
