@@ -101,8 +101,11 @@ def run_demo(duration: float | None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="blackwidow-demo-"))
     env = _environment(workdir)
     running: list[processes.Running] = []
+
+    def start(name: str, *args: str) -> None:
+        running.append(processes.start(name, args, env, workdir))
+
     try:
-        start = lambda name, *args: running.append(processes.start(name, args, env, workdir))  # noqa: E731
         start("feeds", "blackwidow.demo.feed_server", "--port", "0")
         start("hub", "blackwidow", "hub", "--port", "0")
         hub = running[-1].url
