@@ -11,9 +11,6 @@ import uuid
 from typing import Any
 
 from sources.registry import SOURCE_TYPES
-from sources.urls import canonical_url
-
-__all__ = ["canonical_url", "source_key"]
 
 _NAMESPACE = uuid.UUID("6f0c7a52-3f4e-5b9e-9d2a-bd1f1f0e7a11")
 

@@ -6,6 +6,7 @@ crawler's item limit and the user-budget lease — so limits hold exactly, item 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections import deque
@@ -72,7 +73,7 @@ class Subscriber:
             room = self._room()
             if room == 0:
                 break
-            batch = list(self._held)[: room if room is not None else len(self._held)]
+            batch = list(itertools.islice(self._held, room))
             try:
                 self.items_collected += self._sink.add(batch)
             except Exception as error:  # the store is down: keep the items, say so, retry later

@@ -12,12 +12,14 @@ from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.schemas import CrawlerCreate, CrawlerOut, CrawlerUpdate, ItemsArgs, ItemsOut
 from blackwidow.models import Crawler
 
+_CRAWLER_FIELDS = [name for name in CrawlerOut().fields if name != "node_id"]
+
 blp = Blueprint("crawlers", __name__, url_prefix="/api/v1/crawlers", description="Crawlers")
 
 
 def _out(crawler: Crawler, node_id: int | None) -> dict[str, Any]:
     return {
-        **{c: getattr(crawler, c) for c in CrawlerOut().fields if c != "node_id"},
+        **{name: getattr(crawler, name) for name in _CRAWLER_FIELDS},
         "node_id": node_id,
     }
 
