@@ -10,8 +10,14 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
+
+
+def utc_text(moment: datetime) -> str:
+    """Fixed-width ISO-8601 in UTC, so text order is time order; naive instants are UTC."""
+    utc = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return utc.isoformat(timespec="microseconds")
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,7 @@ class SubscriberSpec:
 
     `lease` is the user-budget ceiling: the crawler's total stored items may not exceed it
     (None when the user has no limit). `item_limit` is the crawler's own ceiling.
+    `retention_days` is how long its items are kept (None: for ever).
     """
 
     crawler_id: int
@@ -48,6 +55,7 @@ class SubscriberSpec:
     query: dict[str, Any]
     item_limit: int | None = None
     lease: int | None = None
+    retention_days: int | None = None
 
     @property
     def ceiling(self) -> int | None:

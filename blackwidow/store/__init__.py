@@ -4,14 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from blackwidow.store.base import Store
+from blackwidow.store import cassandra_config
+from blackwidow.store.base import Store, StoreUnavailable
+from blackwidow.store.cassandra import CassandraStore, upgrade_schema
 from blackwidow.store.sqlite import SqliteStore
 
-__all__ = ["SqliteStore", "Store", "open_store"]
+__all__ = [
+    "CassandraStore",
+    "SqliteStore",
+    "Store",
+    "StoreUnavailable",
+    "open_store",
+    "upgrade_store",
+]
 
 _ACCEPTED = (
-    "sqlite:///relative/path.db or sqlite:////absolute/path.db"
-    " (a Cassandra store, cassandra://host1,host2/keyspace, comes later)"
+    "sqlite:///relative/path.db, sqlite:////absolute/path.db"
+    " or cassandra://host1,host2[:port]/keyspace[?consistency=ONE&replication=1]"
 )
 
 
@@ -24,7 +33,40 @@ def _open_sqlite(rest: str) -> Store:
 
 STORE_OPENERS: dict[str, Callable[[str], Store]] = {
     "sqlite": _open_sqlite,
+    "cassandra": lambda rest: CassandraStore(cassandra_config.parse(rest)),
 }
+
+
+def _parts(url: str) -> tuple[str, str]:
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        raise ValueError(f"BLACKWIDOW_STORE: not a store URL; use {_ACCEPTED}")
+    if scheme not in STORE_OPENERS:
+        raise ValueError(f"BLACKWIDOW_STORE: unsupported scheme {scheme!r}; use {_ACCEPTED}")
+    return scheme, rest
+
+
+def _named(error: ValueError) -> ValueError:
+    return ValueError(f"BLACKWIDOW_STORE: {error}; use {_ACCEPTED}")
+
+
+def upgrade_store(url: str) -> str:
+    """Bring the store's schema up to date (`blackwidow db upgrade`); say what was done.
+
+    SQLite upgrades itself whenever it is opened; Cassandra's schema changes only here, so
+    production DDL runs when an operator asks for it.
+    """
+    scheme, rest = _parts(url)
+    if scheme != "cassandra":
+        open_store(url).close()
+        return f"{scheme} schema is current"
+    try:
+        config = cassandra_config.parse(rest)
+    except ValueError as error:
+        raise _named(error) from None
+    applied = upgrade_schema(config)
+    done = f"applied versions {applied}" if applied else "already current"
+    return f"cassandra keyspace {config.keyspace} {done}"
 
 
 def open_store(url: str) -> Store:
@@ -32,13 +74,8 @@ def open_store(url: str) -> Store:
 
     Only the scheme is echoed back, because store URLs may one day carry credentials.
     """
-    scheme, separator, rest = url.partition("://")
-    if not separator:
-        raise ValueError(f"BLACKWIDOW_STORE: not a store URL; use {_ACCEPTED}")
-    opener = STORE_OPENERS.get(scheme)
-    if opener is None:
-        raise ValueError(f"BLACKWIDOW_STORE: unsupported scheme {scheme!r}; use {_ACCEPTED}")
+    scheme, rest = _parts(url)
     try:
-        return opener(rest)
-    except ValueError as exc:
-        raise ValueError(f"BLACKWIDOW_STORE: {exc}; use {_ACCEPTED}") from exc
+        return STORE_OPENERS[scheme](rest)
+    except ValueError as error:
+        raise _named(error) from error

@@ -1,21 +1,28 @@
 """The Store protocol: where nodes write items and the hub reads them.
 
 Every back end passes the same contract tests (tests/component/test_store_contract.py).
+Instants are kept to the millisecond (Cassandra's `timestamp` precision) and read back in UTC.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from sources.model import Item
 
 
+class StoreUnavailable(Exception):
+    """The store did not answer; the write may be retried as it is (every write is idempotent)."""
+
+
 class Store(Protocol):
-    def add(self, items: Sequence[Item]) -> int:
-        """Upsert items keyed by (crawler_id, id); return how many were not stored before.
+    def add(self, items: Sequence[Item], ttl: int | None = None) -> list[Item]:
+        """Upsert items keyed by (crawler_id, id); return the ones that were not stored before.
 
         Every item must carry a crawler_id. Writing the same item twice stores it once.
+        `ttl` is the crawler's retention in seconds: the item is gone from reads after it.
+        Raises StoreUnavailable when the store does not answer.
         """
         ...
 
@@ -23,8 +30,17 @@ class Store(Protocol):
         """A crawler's items, newest first (by fetched_at, then id), at most `limit`."""
         ...
 
+    def conversation(
+        self, conversation_id: str, crawler_ids: Collection[int], limit: int
+    ) -> list[Item]:
+        """The items of one conversation stored for these crawlers, oldest first, at most `limit`.
+
+        Order is by published_at (fetched_at when the item has none), then crawler, then id.
+        """
+        ...
+
     def count(self, crawler_id: int) -> int:
-        """How many items a crawler has stored."""
+        """How many items a crawler has ever stored (expiry does not lower it: limits count)."""
         ...
 
     def ping(self) -> bool:

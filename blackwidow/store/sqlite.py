@@ -1,48 +1,67 @@
 """SQLite store: the embedded default, one file shared by the hub and the nodes on one machine.
 
-It manages its own schema (created on open); Alembic is for the hub's SQL only.
+It versions its own schema (PRAGMA user_version) and upgrades it on open; Alembic is for the
+hub's SQL only. Retention is an `expires_at` per row that reads respect.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from collections.abc import Collection, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sources.model import Item
+from blackwidow.store.base import StoreUnavailable
+from sources.model import Item, utc_text
 
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for another process's lock before failing
 
-_SCHEMA = (
-    """
-    CREATE TABLE IF NOT EXISTS items (
-        crawler_id INTEGER NOT NULL,
-        item_id TEXT NOT NULL,
-        source TEXT NOT NULL,
-        url TEXT,
-        title TEXT,
-        text TEXT,
-        author TEXT,
-        published_at TEXT,
-        fetched_at TEXT NOT NULL,
-        conversation_id TEXT,
-        in_reply_to TEXT,
-        PRIMARY KEY (crawler_id, item_id)
-    )
-    """,
-    "CREATE INDEX IF NOT EXISTS items_newest ON items (crawler_id, fetched_at, item_id)",
+# Schema versions in order; a file at version n gets the statements of n+1 onwards.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """
+        CREATE TABLE IF NOT EXISTS items (
+            crawler_id INTEGER NOT NULL,
+            item_id TEXT NOT NULL,
+            source TEXT NOT NULL,
+            url TEXT,
+            title TEXT,
+            text TEXT,
+            author TEXT,
+            published_at TEXT,
+            fetched_at TEXT NOT NULL,
+            conversation_id TEXT,
+            in_reply_to TEXT,
+            PRIMARY KEY (crawler_id, item_id)
+        )
+        """,
+        "CREATE INDEX IF NOT EXISTS items_newest ON items (crawler_id, fetched_at, item_id)",
+    ),
+    (
+        "ALTER TABLE items ADD COLUMN expires_at TEXT",
+        "CREATE INDEX items_conversation ON items (conversation_id)"
+        " WHERE conversation_id IS NOT NULL",
+    ),
 )
 
 _COLUMNS = (
     "crawler_id, item_id, source, url, title, text, author,"
     " published_at, fetched_at, conversation_id, in_reply_to"
 )
-_INSERT = f"INSERT OR IGNORE INTO items ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT = (
+    f"INSERT OR IGNORE INTO items ({_COLUMNS}, expires_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_LIVE = "(expires_at IS NULL OR expires_at > ?)"
 _SELECT_NEWEST = (
-    f"SELECT {_COLUMNS} FROM items WHERE crawler_id = ?"
+    f"SELECT {_COLUMNS} FROM items WHERE crawler_id = ? AND {_LIVE}"
     " ORDER BY fetched_at DESC, item_id DESC LIMIT ?"
+)
+_SELECT_CONVERSATION = (
+    f"SELECT {_COLUMNS} FROM items WHERE conversation_id = ? AND crawler_id IN (SELECT value"
+    f" FROM json_each(?)) AND {_LIVE}"
+    " ORDER BY coalesce(published_at, fetched_at), crawler_id, item_id LIMIT ?"
 )
 
 
@@ -60,33 +79,51 @@ class SqliteStore:
         )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # durable enough under WAL, far fewer fsyncs
-        for statement in _SCHEMA:
-            self._db.execute(statement)
+        self._upgrade()
 
-    def add(self, items: Sequence[Item]) -> int:
+    def _upgrade(self) -> None:
+        """Apply the missing schema versions, each in a transaction that also bumps the version."""
+        with self._transaction():
+            (version,) = self._db.execute("PRAGMA user_version").fetchone()
+            for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
+                for statement in statements:
+                    self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {number}")
+
+    def _transaction(self) -> _WriteTransaction:
+        return _WriteTransaction(self._db)
+
+    def add(self, items: Sequence[Item], ttl: int | None = None) -> list[Item]:
         """Insert unseen items in one transaction; the first write of an item wins.
 
         Keeping the first copy keeps `fetched_at` stable, so re-delivery never reorders.
         """
         if any(item.crawler_id is None for item in items):
             raise ValueError("every item needs a crawler_id before it is stored")
-        rows = [_to_row(item) for item in items]
-        if not rows:
-            return 0
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")  # take the write lock now: no upgrade deadlock
-            try:
-                added = self._db.executemany(_INSERT, rows).rowcount
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        if not items:
+            return []
+        added = []
+        with self._lock, self._transaction():
+            for item in items:
+                if self._db.execute(_INSERT, _to_row(item, ttl)).rowcount:
+                    added.append(item)
         return added
 
     def items(self, crawler_id: int, limit: int) -> list[Item]:
-        """A crawler's items, newest first (by fetched_at, then id), at most `limit`."""
-        with self._lock:
-            rows = self._db.execute(_SELECT_NEWEST, (crawler_id, limit)).fetchall()
+        return self._select(_SELECT_NEWEST, (crawler_id, _now_text(), limit))
+
+    def conversation(
+        self, conversation_id: str, crawler_ids: Collection[int], limit: int
+    ) -> list[Item]:
+        ids = "[" + ",".join(str(int(c)) for c in crawler_ids) + "]"
+        return self._select(_SELECT_CONVERSATION, (conversation_id, ids, _now_text(), limit))
+
+    def _select(self, query: str, parameters: tuple[Any, ...]) -> list[Item]:
+        try:
+            with self._lock:
+                rows = self._db.execute(query, parameters).fetchall()
+        except sqlite3.OperationalError as error:  # a lock held past the busy timeout
+            raise StoreUnavailable(f"sqlite: {error}") from error
         return [_from_row(row) for row in rows]
 
     def count(self, crawler_id: int) -> int:
@@ -110,7 +147,25 @@ class SqliteStore:
             self._db.close()
 
 
-def _to_row(item: Item) -> tuple[Any, ...]:
+class _WriteTransaction:
+    """BEGIN IMMEDIATE takes the write lock up front, so two writers never deadlock upgrading."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            raise StoreUnavailable(f"sqlite: {error}") from error
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self._db.execute("ROLLBACK" if kind else "COMMIT")
+
+
+def _to_row(item: Item, ttl: int | None) -> tuple[Any, ...]:
+    """Retention counts from the write, as Cassandra's TTL does."""
+    expires = utc_text(datetime.now(UTC) + timedelta(seconds=ttl)) if ttl else None
     return (
         item.crawler_id,
         item.id,
@@ -119,10 +174,11 @@ def _to_row(item: Item) -> tuple[Any, ...]:
         item.title,
         item.text,
         item.author,
-        _instant_text(item.published_at) if item.published_at is not None else None,
-        _instant_text(item.fetched_at),
+        utc_text(item.published_at) if item.published_at is not None else None,
+        utc_text(item.fetched_at),
         item.conversation_id,
         item.in_reply_to,
+        expires,
     )
 
 
@@ -143,7 +199,5 @@ def _from_row(row: tuple[Any, ...]) -> Item:
     )
 
 
-def _instant_text(moment: datetime) -> str:
-    """Fixed-width ISO-8601 in UTC, so text order is time order; naive instants are UTC."""
-    utc = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-    return utc.isoformat(timespec="microseconds")
+def _now_text() -> str:
+    return utc_text(datetime.now(UTC))

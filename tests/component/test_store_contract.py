@@ -1,4 +1,8 @@
-"""The Store contract: one suite that every back end must pass, run against real stores."""
+"""The Store contract: one suite that every back end must pass, run against real stores.
+
+Cassandra cases run against the real Cassandra the services plugin starts, in a keyspace made
+by `blackwidow db upgrade`'s code path; each test writes under crawler ids of its own.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import contextlib
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -15,22 +19,31 @@ import pytest
 
 from blackwidow.store import Store, open_store
 from sources.model import Item
+from tests.support import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-T0 = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
+T0 = datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=UTC)  # stores keep milliseconds
 
 
-def _sqlite_url(tmp_path: Path) -> str:
+def _sqlite_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'items.db'}"  # tmp_path is absolute: four slashes
 
 
-# Each back end makes the URL of a fresh, empty store; adding one is one line here.
-BACKENDS = [pytest.param(_sqlite_url, id="sqlite")]
+def _cassandra_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return request.getfixturevalue("cassandra_store_url")
+
+
+# Each back end makes the URL of an upgraded store; adding one is one line here.
+BACKENDS = [
+    pytest.param(_sqlite_url, id="sqlite"),
+    pytest.param(_cassandra_url, id="cassandra", marks=pytest.mark.services("cassandra_service")),
+]
 
 
 @pytest.fixture(params=BACKENDS)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return request.param(tmp_path)
+    make_url: Callable[[pytest.FixtureRequest, Path], str] = request.param
+    return make_url(request, tmp_path)
 
 
 @pytest.fixture
@@ -40,7 +53,13 @@ def store(store_url: str) -> Iterator[Store]:
     opened.close()
 
 
-def make_item(item_id: str, crawler_id: int | None = 1, seconds: float = 0) -> Item:
+def make_item(
+    item_id: str,
+    crawler_id: int | None,
+    seconds: float = 0,
+    conversation: str | None = None,
+    published: datetime | None = T0,
+) -> Item:
     return Item(
         id=item_id,
         source="rss",
@@ -48,42 +67,64 @@ def make_item(item_id: str, crawler_id: int | None = 1, seconds: float = 0) -> I
         title=f"title {item_id}",
         text="text",
         author="ann",
-        published_at=T0,
+        published_at=published,
         fetched_at=T0 + timedelta(seconds=seconds),
+        conversation_id=conversation,
         crawler_id=crawler_id,
     )
 
 
-def test_add_returns_the_number_of_new_items(store: Store) -> None:
-    assert store.add([make_item("a"), make_item("b")]) == 2
-    assert store.add([make_item("b"), make_item("c")]) == 1
-    assert store.add([]) == 0
+def ids(items: list[Item]) -> list[str]:
+    return [item.id for item in items]
 
 
-def test_the_same_item_is_stored_once(store: Store) -> None:
-    assert store.add([make_item("a"), make_item("a")]) == 1
-    assert store.add([make_item("a")]) == 0
-    assert store.count(1) == 1
-    assert [item.id for item in store.items(1, 10)] == ["a"]
+def test_add_returns_the_items_that_are_new(store: Store, crawler_ids: tuple[int, ...]) -> None:
+    one = crawler_ids[0]
+    assert ids(store.add([make_item("a", one), make_item("b", one)])) == ["a", "b"]
+    assert ids(store.add([make_item("b", one), make_item("c", one)])) == ["c"]
+    assert store.add([]) == []
 
 
-def test_items_come_newest_first_then_by_id_and_honour_limit(store: Store) -> None:
-    store.add([make_item("old", seconds=0), make_item("new", seconds=20)])
-    store.add([make_item("tie-a", seconds=10), make_item("tie-b", seconds=10)])
-    assert [item.id for item in store.items(1, 10)] == ["new", "tie-b", "tie-a", "old"]
-    assert [item.id for item in store.items(1, 2)] == ["new", "tie-b"]
+def test_the_same_item_is_stored_once(store: Store, crawler_ids: tuple[int, ...]) -> None:
+    one = crawler_ids[0]
+    assert ids(store.add([make_item("a", one), make_item("a", one, seconds=5)])) == ["a"]
+    assert store.add([make_item("a", one, seconds=9)]) == []
+    assert store.count(one) == 1
+    assert [(item.id, item.fetched_at) for item in store.items(one, 10)] == [("a", T0)]
 
 
-def test_items_and_count_are_per_crawler(store: Store) -> None:
-    store.add([make_item("a", crawler_id=1), make_item("b", crawler_id=1)])
-    store.add([make_item("a", crawler_id=2)])
-    assert [item.id for item in store.items(2, 10)] == ["a"]
-    assert {item.crawler_id for item in store.items(1, 10)} == {1}
-    assert (store.count(1), store.count(2), store.count(3)) == (2, 1, 0)
-    assert store.items(3, 10) == []
+def test_items_come_newest_first_then_by_id_and_honour_limit(
+    store: Store, crawler_ids: tuple[int, ...]
+) -> None:
+    one = crawler_ids[0]
+    store.add([make_item("old", one, seconds=0), make_item("new", one, seconds=20)])
+    store.add([make_item("tie-a", one, seconds=10), make_item("tie-b", one, seconds=10)])
+    assert ids(store.items(one, 10)) == ["new", "tie-b", "tie-a", "old"]
+    assert ids(store.items(one, 2)) == ["new", "tie-b"]
 
 
-def test_every_field_round_trips_with_utc_datetimes(store: Store) -> None:
+def test_items_of_many_days_come_newest_first(store: Store, crawler_ids: tuple[int, ...]) -> None:
+    one = crawler_ids[0]
+    days = [make_item(f"day-{n}", one, seconds=n * 86400) for n in range(5)]
+    store.add(days)
+    assert ids(store.items(one, 3)) == ["day-4", "day-3", "day-2"]
+    assert ids(store.items(one, 10)) == [f"day-{n}" for n in reversed(range(5))]
+
+
+def test_items_and_count_are_per_crawler(store: Store, crawler_ids: tuple[int, ...]) -> None:
+    one, two, three = crawler_ids
+    store.add([make_item("a", one), make_item("b", one)])
+    store.add([make_item("a", two)])
+    assert ids(store.items(two, 10)) == ["a"]
+    assert {item.crawler_id for item in store.items(one, 10)} == {one}
+    assert (store.count(one), store.count(two), store.count(three)) == (2, 1, 0)
+    assert store.items(three, 10) == []
+
+
+def test_every_field_round_trips_with_utc_datetimes(
+    store: Store, crawler_ids: tuple[int, ...]
+) -> None:
+    one = crawler_ids[0]
     plus_two = timezone(timedelta(hours=2))
     full = Item(
         id="full",
@@ -92,40 +133,44 @@ def test_every_field_round_trips_with_utc_datetimes(store: Store) -> None:
         title="Tïtle ✓",
         text="body\nwith lines",
         author="bob",
-        published_at=datetime(2024, 5, 1, 9, 30, 0, 654321, tzinfo=plus_two),
+        published_at=datetime(2024, 5, 1, 9, 30, 0, 654000, tzinfo=plus_two),
         fetched_at=T0,
         conversation_id="conv-1",
         in_reply_to="parent-1",
-        crawler_id=7,
+        crawler_id=one,
     )
-    bare = Item("bare", "rss", None, None, None, None, None, T0 - timedelta(1), crawler_id=7)
+    bare = Item("bare", "rss", None, None, None, None, None, T0 - timedelta(1), crawler_id=one)
     store.add([full, bare])
-    assert store.items(7, 10) == [full, bare]
-    stored = store.items(7, 10)[0]
+    assert store.items(one, 10) == [full, bare]
+    stored = store.items(one, 10)[0]
     assert stored.published_at is not None
     for moment in (stored.published_at, stored.fetched_at):
         assert moment.utcoffset() == timedelta(0)
-    assert stored.published_at.microsecond == 654321
+    assert stored.published_at.microsecond == 654000
 
 
-def test_an_item_without_crawler_is_refused(store: Store) -> None:
+def test_an_item_without_crawler_is_refused(store: Store, crawler_ids: tuple[int, ...]) -> None:
+    one = crawler_ids[0]
     with pytest.raises(ValueError, match="crawler_id"):
-        store.add([make_item("a"), make_item("b", crawler_id=None)])
-    assert store.count(1) == 0
+        store.add([make_item("a", one), make_item("b", None)])
+    assert store.count(one) == 0
 
 
-def test_two_threads_writing_at_once_lose_nothing(store: Store) -> None:
+def test_two_threads_writing_at_once_lose_nothing(
+    store: Store, crawler_ids: tuple[int, ...]
+) -> None:
+    one = crawler_ids[0]
     start = threading.Barrier(2, timeout=10)
 
     def write(tag: str) -> int:
         start.wait()
-        ids = [f"{tag}-{n}" for n in range(100)] + [f"shared-{n}" for n in range(100)]
-        return sum(store.add([make_item(item_id)]) for item_id in ids)
+        wanted = [f"{tag}-{n}" for n in range(100)] + [f"shared-{n}" for n in range(100)]
+        return sum(len(store.add([make_item(item_id, one)])) for item_id in wanted)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = [pool.submit(write, tag) for tag in ("t1", "t2")]
-        added = [future.result(timeout=30) for future in futures]
-    assert sum(added) == store.count(1) == 300
+        added = [future.result(timeout=60) for future in futures]
+    assert sum(added) == store.count(one) == 300
 
 
 WRITER = """
@@ -135,18 +180,21 @@ from blackwidow.store import open_store
 from sources.model import Item
 
 store = open_store(sys.argv[1])
+crawler_id = int(sys.argv[3])
+store.count(crawler_id)  # connected before saying ready
 print("ready", flush=True)
 sys.stdin.readline()
-for n in range(int(sys.argv[3])):
+for n in range(100):
     now = datetime.now(UTC)
-    store.add([Item(f"{sys.argv[2]}-{n}", "rss", None, None, None, None, None, now, crawler_id=1)])
+    item = Item(f"{sys.argv[2]}-{n}", "rss", None, None, None, None, None, now)
+    store.add([item.for_crawler(crawler_id)])
 store.close()
 """
 
 
-def start_writer(store_url: str, tag: str) -> subprocess.Popen[str]:
+def start_writer(store_url: str, tag: str, crawler_id: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", WRITER, store_url, tag, "100"],
+        [sys.executable, "-c", WRITER, store_url, tag, str(crawler_id)],
         cwd=REPO_ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -154,9 +202,14 @@ def start_writer(store_url: str, tag: str) -> subprocess.Popen[str]:
     )
 
 
-def test_two_processes_writing_one_store_lose_nothing(store: Store, store_url: str) -> None:
+def test_two_processes_writing_one_store_lose_nothing(
+    store: Store, store_url: str, crawler_ids: tuple[int, ...]
+) -> None:
+    one = crawler_ids[0]
     with contextlib.ExitStack() as stack:
-        writers = [stack.enter_context(start_writer(store_url, tag)) for tag in ("p1", "p2")]
+        writers = [
+            stack.enter_context(start_writer(store_url, tag, one)) for tag in ("p1", "p2")
+        ]
         for writer in writers:
             stack.callback(writer.kill)  # runs before each Popen exit reaps and closes pipes
         for writer in writers:  # both have the store open before either writes
@@ -165,8 +218,42 @@ def test_two_processes_writing_one_store_lose_nothing(store: Store, store_url: s
             assert writer.stdin is not None
             writer.stdin.write("go\n")
             writer.stdin.close()
-        assert [writer.wait(timeout=30) for writer in writers] == [0, 0]
-    assert store.count(1) == 200
+        assert [writer.wait(timeout=60) for writer in writers] == [0, 0]
+    assert store.count(one) == 200
+
+
+def test_a_conversation_reads_oldest_first_across_the_given_crawlers_only(
+    store: Store, crawler_ids: tuple[int, ...]
+) -> None:
+    one, two, three = crawler_ids
+    thread, other = f"thread-{one}", f"other-{one}"
+    later = T0 + timedelta(hours=1)
+    store.add([make_item("reply", one, conversation=thread, published=later)])
+    store.add([make_item("root", two, conversation=thread)])
+    store.add([make_item("no-date", two, 60, conversation=thread, published=None)])
+    store.add([make_item("else", one, conversation=other), make_item("hidden", three, 0, thread)])
+
+    assert ids(store.conversation(thread, [one, two], 10)) == ["root", "no-date", "reply"]
+    assert ids(store.conversation(thread, [one, two], 2)) == ["root", "no-date"]
+    assert ids(store.conversation(thread, [one], 10)) == ["reply"]
+    assert store.conversation(thread, [], 10) == []
+    assert store.conversation(f"unknown-{one}", [one, two, three], 10) == []
+    reply = store.conversation(thread, [one], 1)[0]
+    assert (reply.conversation_id, reply.crawler_id, reply.published_at) == (thread, one, later)
+
+
+def test_retention_hides_expired_items_but_keeps_them_counted(
+    store: Store, crawler_ids: tuple[int, ...]
+) -> None:
+    one, two, _ = crawler_ids
+    thread = f"thread-{one}"
+    store.add([make_item("brief", one, conversation=thread)], ttl=1)
+    store.add([make_item("kept", two, conversation=thread)])
+
+    wait_until(lambda: store.items(one, 10) == [], timeout=15, what="the item to expire")
+    assert store.conversation(thread, [one, two], 10) == store.items(two, 1)
+    assert (store.count(one), store.count(two)) == (1, 1)
+    assert store.add([make_item("brief", one)]) == []  # still known: never stored twice
 
 
 def test_ping_answers(store: Store) -> None:
@@ -184,7 +271,7 @@ def test_open_store_takes_relative_and_absolute_sqlite_paths(
 
 @pytest.mark.parametrize(
     "url",
-    ["cassandra://host1,host2/keyspace", "postgresql://db/items", "sqlite://", "sqlite:///", "x"],
+    ["cassandra://host1/", "postgresql://db/items", "sqlite://", "sqlite:///", "x"],
 )
 def test_open_store_refuses_other_urls_naming_the_setting(url: str) -> None:
     with pytest.raises(ValueError, match=r"BLACKWIDOW_STORE.*sqlite:///"):

@@ -1,0 +1,380 @@
+"""Cassandra store: the distributed back end for real volume (BLACKWIDOW_STORE=cassandra://...).
+
+Writes are pipelined: rows are grouped into single-partition unlogged batches (one mutation
+each on the replicas, never a cross-partition batch) and sent with a bounded number in flight.
+Every statement is an idempotent upsert, safe for the driver to retry; an item is new when its
+id is absent from items_by_id, which is written after the item's rows, so a write cut off
+half-way is completed by the retry instead of being counted as done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+import uuid
+import zlib
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, TypeVar
+
+from cassandra import OperationTimedOut, ProtocolVersion, RequestExecutionException
+from cassandra.cluster import (
+    EXEC_PROFILE_DEFAULT,
+    Cluster,
+    ExecutionProfile,
+    NoHostAvailable,
+    Session,
+)
+from cassandra.concurrent import execute_concurrent
+from cassandra.connection import ConnectionException
+from cassandra.policies import (
+    DCAwareRoundRobinPolicy,
+    ExponentialReconnectionPolicy,
+    TokenAwarePolicy,
+)
+from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statement
+
+from blackwidow.store import cassandra_schema
+from blackwidow.store.base import StoreUnavailable
+from blackwidow.store.cassandra_config import CassandraConfig
+from sources.model import Item
+
+BUCKETS = 16  # items_by_id partitions per crawler
+ROWS_PER_BATCH = 64  # rows in one single-partition batch
+IDS_PER_READ = 100  # ids in one `item_id IN ?` existence check
+IN_FLIGHT = 32  # requests outstanding at once from one store
+REQUEST_TIMEOUT = 5.0  # seconds; an outage fails fast and the caller retries
+DAY = timedelta(days=1)
+
+_UNAVAILABLE = (
+    NoHostAvailable,
+    OperationTimedOut,
+    RequestExecutionException,
+    ConnectionException,
+    OSError,
+)
+_ITEM = "source, url, title, text, author, published_at, in_reply_to"  # shared by both tables
+_Key = TypeVar("_Key")
+_Result = TypeVar("_Result")
+Work = list[tuple[Statement, Any]]
+
+
+@dataclass(frozen=True)
+class _Statements:
+    insert_item: PreparedStatement
+    insert_day: PreparedStatement
+    insert_id: PreparedStatement
+    insert_conversation: PreparedStatement
+    set_total: PreparedStatement
+    existing_ids: PreparedStatement
+    totals: PreparedStatement
+    days: PreparedStatement
+    day_items: PreparedStatement
+    conversation: PreparedStatement
+
+    @classmethod
+    def prepare(cls, session: Session, ks: str) -> _Statements:
+        texts = {
+            "insert_item": f"INSERT INTO {ks}.items_by_crawler (crawler_id, day, fetched_at,"
+            f" item_id, {_ITEM}, conversation_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " USING TTL ?",
+            "insert_day": f"INSERT INTO {ks}.crawler_days (crawler_id, day) VALUES (?, ?)"
+            " USING TTL ?",
+            "insert_id": f"INSERT INTO {ks}.items_by_id (crawler_id, bucket, item_id, fetched_at)"
+            " VALUES (?, ?, ?, ?)",
+            "insert_conversation": f"INSERT INTO {ks}.items_by_conversation (conversation_id,"
+            f" sort_at, crawler_id, fetched_at, item_id, {_ITEM})"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+            "set_total": f"UPDATE {ks}.crawler_totals SET stored = ?"
+            " WHERE crawler_id = ? AND writer = ?",
+            "existing_ids": f"SELECT item_id FROM {ks}.items_by_id"
+            " WHERE crawler_id = ? AND bucket = ? AND item_id IN ?",
+            "totals": f"SELECT stored FROM {ks}.crawler_totals WHERE crawler_id = ?",
+            "days": f"SELECT day FROM {ks}.crawler_days WHERE crawler_id = ?",
+            "day_items": f"SELECT crawler_id, item_id, fetched_at, conversation_id, {_ITEM}"
+            f" FROM {ks}.items_by_crawler WHERE crawler_id = ? AND day = ? LIMIT ?",
+            "conversation": f"SELECT crawler_id, item_id, fetched_at, {_ITEM}"
+            f" FROM {ks}.items_by_conversation WHERE conversation_id = ?",
+        }
+        prepared = {name: session.prepare(text) for name, text in texts.items()}
+        for statement in prepared.values():
+            statement.is_idempotent = True  # plain upserts and reads: a retry repeats, not adds
+        return cls(**prepared)
+
+
+def make_cluster(config: CassandraConfig) -> Cluster:
+    """A driver cluster that fails fast when Cassandra is down and reconnects within seconds."""
+    profile = ExecutionProfile(
+        load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy()),
+        consistency_level=config.consistency,
+        request_timeout=REQUEST_TIMEOUT,
+    )
+    return Cluster(
+        list(config.hosts),
+        port=config.port,
+        execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+        reconnection_policy=ExponentialReconnectionPolicy(0.5, 10.0),
+        connect_timeout=config.connect_timeout,
+        protocol_version=ProtocolVersion.V4,
+    )
+
+
+def upgrade_schema(config: CassandraConfig) -> list[int]:
+    """Create or upgrade the keyspace's schema; the versions applied now."""
+    cluster = make_cluster(config)
+    try:
+        return cassandra_schema.upgrade(cluster.connect(), config)
+    except _UNAVAILABLE as error:
+        raise StoreUnavailable(f"cassandra: {type(error).__name__}: {error}") from error
+    finally:
+        cluster.shutdown()
+
+
+class CassandraStore:
+    """A Store on a Cassandra keyspace that `blackwidow db upgrade` has created.
+
+    It connects on first use, so a node starts while Cassandra is down and every call until
+    it answers raises StoreUnavailable. Each instance is one writer in crawler_totals.
+    """
+
+    def __init__(self, config: CassandraConfig) -> None:
+        self._config = config
+        self._writer = uuid.uuid4()
+        self._lock = threading.Lock()
+        self._cluster: Cluster | None = None
+        self._session: Session | None = None
+        self._statements: _Statements | None = None
+        self._totals: dict[int, int] = defaultdict(int)
+        self._crawler_locks: dict[int, threading.Lock] = defaultdict(threading.Lock)
+
+    def _connected(self) -> tuple[Session, _Statements]:
+        with self._lock:
+            if self._session is None or self._statements is None:
+                cluster = make_cluster(self._config)
+                try:
+                    session = cluster.connect()
+                    self._check_schema(session)
+                    self._statements = _Statements.prepare(session, self._config.keyspace)
+                except BaseException:
+                    cluster.shutdown()
+                    raise
+                self._cluster, self._session = cluster, session
+            return self._session, self._statements
+
+    def _check_schema(self, session: Session) -> None:
+        applied = cassandra_schema.applied_version(session, self._config.keyspace)
+        if applied < cassandra_schema.LATEST:
+            raise StoreUnavailable(
+                f"cassandra: keyspace {self._config.keyspace} is at schema version {applied}"
+                f" of {cassandra_schema.LATEST}; run `blackwidow db upgrade`"
+            )
+
+    def _call(self, action: Callable[[Session, _Statements], _Result]) -> _Result:
+        """Run an action on the session; a Cassandra that does not answer is StoreUnavailable."""
+        try:
+            return action(*self._connected())
+        except _UNAVAILABLE as error:
+            raise StoreUnavailable(f"cassandra: {type(error).__name__}: {error}") from error
+
+    def add(self, items: Sequence[Item], ttl: int | None = None) -> list[Item]:
+        if any(item.crawler_id is None for item in items):
+            raise ValueError("every item needs a crawler_id before it is stored")
+        unique = list({(item.crawler_id, item.id): item for item in reversed(items)}.values())
+        unique.reverse()  # the first copy of a repeated item wins, in the order given
+        if not unique:
+            return []
+        with contextlib.ExitStack() as held:
+            for crawler_id in sorted({_crawler(item) for item in unique}):
+                held.enter_context(self._crawler_lock(crawler_id))
+            return self._call(lambda session, st: self._add(session, st, unique, ttl or 0))
+
+    def _crawler_lock(self, crawler_id: int) -> threading.Lock:
+        """Check-then-write is atomic per crawler within this process; across nodes, a crawler
+        runs on one node at a time (the hub's routing), so no two writers race on its ids."""
+        with self._lock:
+            return self._crawler_locks[crawler_id]
+
+    def _add(self, session: Session, st: _Statements, items: list[Item], ttl: int) -> list[Item]:
+        known = self._existing(session, st, items)
+        new = [item for item in items if (item.crawler_id, item.id) not in known]
+        if not new:
+            return []
+        self._run(session, self._item_rows(st, new, ttl))
+        self._run(session, self._id_rows(st, new))  # the commit mark: written last
+        with self._lock:
+            for item in new:
+                self._totals[_crawler(item)] += 1
+            totals = [(n, crawler, self._writer) for crawler, n in self._totals.items()]
+        touched = {_crawler(item) for item in new}
+        self._run(session, [(st.set_total, row) for row in totals if row[1] in touched])
+        return new
+
+    def _existing(self, session: Session, st: _Statements, items: list[Item]) -> set[tuple]:
+        groups = _grouped(items, lambda item: (_crawler(item), _bucket(item.id)))
+        reads: Work = [
+            (st.existing_ids, (crawler, bucket, [item.id for item in chunk]))
+            for (crawler, bucket), members in groups.items()
+            for chunk in _chunks(members, IDS_PER_READ)
+        ]
+        known = set()
+        for (_, (crawler, _, _)), rows in zip(reads, self._run(session, reads), strict=True):
+            known.update((crawler, row.item_id) for row in rows)
+        return known
+
+    def _item_rows(self, st: _Statements, items: list[Item], ttl: int) -> Work:
+        """Rows of items_by_crawler, crawler_days and items_by_conversation, by partition."""
+        by_day = _grouped(items, lambda item: (_crawler(item), _day(item.fetched_at)))
+        work = _batches(
+            st.insert_item,
+            by_day,
+            lambda key, item: (*key, *_key_values(item), item.conversation_id, ttl),
+        )
+        day_ttl = ttl + int(DAY.total_seconds()) if ttl else 0  # outlives the day's items
+        work += [(st.insert_day, (crawler, day, day_ttl)) for crawler, day in by_day]
+        threads = _grouped([i for i in items if i.conversation_id], lambda i: i.conversation_id)
+        work += _batches(st.insert_conversation, threads, lambda _, item: _thread_values(item, ttl))
+        return work
+
+    def _id_rows(self, st: _Statements, items: list[Item]) -> Work:
+        """Ids outlive retention: an item is never stored twice, as SQLite's rows do."""
+        groups = _grouped(items, lambda item: (_crawler(item), _bucket(item.id)))
+        return _batches(st.insert_id, groups, lambda key, item: (*key, item.id, item.fetched_at))
+
+    def _run(self, session: Session, work: Work) -> list[Any]:
+        """Send statements with at most IN_FLIGHT outstanding; the first failure raises."""
+        results = execute_concurrent(
+            session, work, concurrency=IN_FLIGHT, raise_on_first_error=True
+        )
+        return [result for _, result in results]
+
+    def items(self, crawler_id: int, limit: int) -> list[Item]:
+        return self._call(lambda session, st: self._newest(session, st, crawler_id, limit))
+
+    def _newest(self, session: Session, st: _Statements, crawler_id: int, limit: int) -> list[Item]:
+        found: list[Item] = []
+        for row in session.execute(st.days, (crawler_id,)):
+            if len(found) >= limit:
+                break
+            rows = session.execute(st.day_items, (crawler_id, row.day, limit - len(found)))
+            found += [_item_from_row(r, r.conversation_id) for r in rows]
+        return found
+
+    def conversation(
+        self, conversation_id: str, crawler_ids: Collection[int], limit: int
+    ) -> list[Item]:
+        wanted = set(crawler_ids)
+
+        def read(session: Session, st: _Statements) -> list[Item]:
+            rows = session.execute(st.conversation, (conversation_id,))
+            mine = (row for row in rows if row.crawler_id in wanted)
+            return [_item_from_row(row, conversation_id) for row in itertools.islice(mine, limit)]
+
+        return self._call(read)
+
+    def count(self, crawler_id: int) -> int:
+        return self._call(
+            lambda session, st: sum(row.stored for row in session.execute(st.totals, (crawler_id,)))
+        )
+
+    def ping(self) -> bool:
+        """True when Cassandra answers a query now; health endpoints report False, never raise."""
+        try:
+            self._call(lambda session, _: session.execute("SELECT key FROM system.local"))
+        except StoreUnavailable:
+            return False
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            if self._cluster is not None:
+                self._cluster.shutdown()
+            self._cluster = self._session = self._statements = None
+
+
+def _crawler(item: Item) -> int:
+    assert item.crawler_id is not None  # checked on the way in
+    return item.crawler_id
+
+
+def _bucket(item_id: str) -> int:
+    """Stable across processes (crc32, never hash()): every node finds an id in one place."""
+    return zlib.crc32(item_id.encode()) % BUCKETS
+
+
+def _day(moment: datetime) -> date:
+    return moment.astimezone(UTC).date() if moment.tzinfo else moment.date()
+
+
+def _grouped(items: Iterable[Item], key: Callable[[Item], _Key]) -> dict[_Key, list[Item]]:
+    groups: dict[_Key, list[Item]] = defaultdict(list)
+    for item in items:
+        groups[key(item)].append(item)
+    return groups
+
+
+def _chunks(items: list[Item], size: int) -> Iterator[list[Item]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _batches(
+    statement: PreparedStatement,
+    groups: dict[_Key, list[Item]],
+    values: Callable[[_Key, Item], tuple[Any, ...]],
+) -> Work:
+    """One unlogged batch per partition chunk: a single mutation on the replicas."""
+    work: Work = []
+    for key, members in groups.items():
+        for chunk in _chunks(members, ROWS_PER_BATCH):
+            batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+            batch.is_idempotent = True
+            for item in chunk:
+                batch.add(statement, values(key, item))
+            work.append((batch, None))
+    return work
+
+
+def _key_values(item: Item) -> tuple[Any, ...]:
+    """fetched_at and id, then the columns of _ITEM in their order."""
+    return (
+        item.fetched_at,
+        item.id,
+        item.source,
+        item.url,
+        item.title,
+        item.text,
+        item.author,
+        item.published_at,
+        item.in_reply_to,
+    )
+
+
+def _thread_values(item: Item, ttl: int) -> tuple[Any, ...]:
+    sort_at = item.published_at or item.fetched_at
+    return (item.conversation_id, sort_at, item.crawler_id, *_key_values(item), ttl)
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    """The driver returns naive UTC datetimes."""
+    return None if moment is None else moment.replace(tzinfo=UTC)
+
+
+def _item_from_row(row: Any, conversation_id: str | None) -> Item:
+    fetched_at = _utc(row.fetched_at)
+    assert fetched_at is not None
+    return Item(
+        id=row.item_id,
+        source=row.source,
+        url=row.url,
+        title=row.title,
+        text=row.text,
+        author=row.author,
+        published_at=_utc(row.published_at),
+        fetched_at=fetched_at,
+        conversation_id=conversation_id,
+        in_reply_to=row.in_reply_to,
+        crawler_id=row.crawler_id,
+    )

@@ -1,0 +1,115 @@
+"""The Cassandra store's versioned CQL schema, applied by `blackwidow db upgrade`.
+
+Each version is a list of statements that are safe to run twice (IF NOT EXISTS), recorded in
+`schema_versions` once applied. There is one table per read path:
+
+- items_by_crawler: a crawler's items newest first, one partition per crawler per UTC day,
+  so no partition grows without bound; crawler_days lists the days that have items.
+- items_by_id: which items a crawler has ever stored, for idempotent writes: 16 buckets per
+  crawler, ids only, kept past retention so an expired item is not collected again.
+- items_by_conversation: the items of one conversation, oldest first.
+- crawler_totals: items stored per crawler as one absolute total per writer process, so every
+  write can be repeated safely (no counters).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from cassandra.cluster import Session
+
+from blackwidow.store.cassandra_config import CassandraConfig
+
+_ITEM_COLUMNS = """
+    source text, url text, title text, text text, author text,
+    published_at timestamp, in_reply_to text
+"""
+
+
+@dataclass(frozen=True)
+class SchemaVersion:
+    number: int
+    description: str
+    statements: tuple[str, ...]
+
+
+VERSIONS: tuple[SchemaVersion, ...] = (
+    SchemaVersion(
+        1,
+        "items by crawler and day, by id, by conversation; per-writer totals",
+        (
+            f"""CREATE TABLE IF NOT EXISTS {{ks}}.items_by_crawler (
+                crawler_id bigint, day date, fetched_at timestamp, item_id text, {_ITEM_COLUMNS},
+                conversation_id text,
+                PRIMARY KEY ((crawler_id, day), fetched_at, item_id)
+            ) WITH CLUSTERING ORDER BY (fetched_at DESC, item_id DESC)""",
+            """CREATE TABLE IF NOT EXISTS {ks}.crawler_days (
+                crawler_id bigint, day date, PRIMARY KEY ((crawler_id), day)
+            ) WITH CLUSTERING ORDER BY (day DESC)""",
+            """CREATE TABLE IF NOT EXISTS {ks}.items_by_id (
+                crawler_id bigint, bucket int, item_id text, fetched_at timestamp,
+                PRIMARY KEY ((crawler_id, bucket), item_id)
+            )""",
+            f"""CREATE TABLE IF NOT EXISTS {{ks}}.items_by_conversation (
+                conversation_id text, sort_at timestamp, crawler_id bigint, item_id text,
+                fetched_at timestamp, {_ITEM_COLUMNS},
+                PRIMARY KEY ((conversation_id), sort_at, crawler_id, item_id)
+            )""",
+            """CREATE TABLE IF NOT EXISTS {ks}.crawler_totals (
+                crawler_id bigint, writer uuid, stored bigint, PRIMARY KEY ((crawler_id), writer)
+            )""",
+        ),
+    ),
+)
+LATEST = VERSIONS[-1].number
+
+
+def applied_version(session: Session, keyspace: str) -> int:
+    """The highest schema version applied to the keyspace; 0 when there is none yet."""
+    tables = session.execute(
+        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,)
+    )
+    if "schema_versions" not in {row.table_name for row in tables}:
+        return 0
+    rows = session.execute(f"SELECT version FROM {keyspace}.schema_versions")
+    return max((row.version for row in rows), default=0)
+
+
+def upgrade(session: Session, config: CassandraConfig) -> list[int]:
+    """Create or update the keyspace, then apply missing versions; return the ones applied."""
+    ks = config.keyspace
+    _ensure_keyspace(session, config)
+    session.execute(
+        f"CREATE TABLE IF NOT EXISTS {ks}.schema_versions"
+        " (version int PRIMARY KEY, description text, applied_at timestamp)"
+    )
+    done = {row.version for row in session.execute(f"SELECT version FROM {ks}.schema_versions")}
+    applied = []
+    for version in VERSIONS:
+        if version.number in done:
+            continue
+        for statement in version.statements:
+            session.execute(statement.format(ks=ks))
+        session.execute(
+            f"INSERT INTO {ks}.schema_versions (version, description, applied_at)"
+            " VALUES (%s, %s, %s)",
+            (version.number, version.description, datetime.now(UTC)),
+        )
+        applied.append(version.number)
+    return applied
+
+
+def _ensure_keyspace(session: Session, config: CassandraConfig) -> None:
+    """Create the keyspace, or alter its replication when the configured one differs."""
+    row = session.execute(
+        "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s",
+        (config.keyspace,),
+    ).one()
+    replication = config.replication_cql()
+    if row is None:
+        session.execute(
+            f"CREATE KEYSPACE IF NOT EXISTS {config.keyspace} WITH replication = {replication}"
+        )
+    elif dict(row.replication) != config.replication_map():
+        session.execute(f"ALTER KEYSPACE {config.keyspace} WITH replication = {replication}")

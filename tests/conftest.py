@@ -1,0 +1,39 @@
+"""Plugins and fixtures for every test tier; servers start only for the tests that ask for them."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from blackwidow.store import cassandra_config, upgrade_store
+from blackwidow.store.cassandra import make_cluster
+
+pytest_plugins = ["tests.services.plugin"]
+
+
+@pytest.fixture(scope="session")
+def cassandra_store_url(cassandra_service: Any) -> Iterator[str]:
+    """One keyspace per session, made by `blackwidow db upgrade`'s code path.
+
+    Schema changes take seconds in Cassandra, so tests share it and keep apart by using
+    crawler ids of their own (see `crawler_ids`).
+    """
+    keyspace = f"bw_test_{uuid.uuid4().hex[:12]}"
+    url = f"cassandra://{cassandra_service.contact_points}/{keyspace}?consistency=ONE"
+    upgrade_store(url)
+    yield url
+    cluster = make_cluster(cassandra_config.parse(url.removeprefix("cassandra://")))
+    try:
+        cluster.connect().execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
+    finally:
+        cluster.shutdown()
+
+
+@pytest.fixture
+def crawler_ids() -> tuple[int, int, int]:
+    """Three crawler ids no other test uses, even in a shared keyspace."""
+    base = uuid.uuid4().int % 2**40 * 10
+    return base + 1, base + 2, base + 3

@@ -1,0 +1,1 @@
+"""Real servers the test suite runs on loopback: Cassandra, Redis and PostgreSQL."""
