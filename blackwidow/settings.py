@@ -37,6 +37,8 @@ class Settings:
     feed_interval: float = 60.0
     node_capacity: int = 100
     redis_url: str | None = field(default=None, repr=False)
+    queue_maxlen: int = 100_000  # entries each crawler's stream keeps, trimmed approximately
+    node_buffer: int = 5000  # items a node holds per subscriber, and in its queue outbox
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
@@ -93,6 +95,8 @@ _VARIABLES = {
     "BLACKWIDOW_FEED_INTERVAL": ("feed_interval", _seconds),
     "BLACKWIDOW_NODE_CAPACITY": ("node_capacity", _positive_int),
     "BLACKWIDOW_REDIS_URL": ("redis_url", _text),
+    "BLACKWIDOW_QUEUE_MAXLEN": ("queue_maxlen", _positive_int),
+    "BLACKWIDOW_NODE_BUFFER": ("node_buffer", _positive_int),
 }
 
 

@@ -22,6 +22,7 @@ def test_empty_environ_gives_defaults():
         60.0,
     )
     assert (settings.routing, settings.node_capacity) == ("modulo", 100)
+    assert settings.queue_maxlen == 100_000
     assert settings.fetch_allow == frozenset()
 
 
@@ -45,6 +46,7 @@ def test_unrelated_variables_are_ignored():
         ("BLACKWIDOW_ROUTING", "modulo", "routing", "modulo"),
         ("BLACKWIDOW_FEED_INTERVAL", "300", "feed_interval", 300.0),
         ("BLACKWIDOW_NODE_CAPACITY", "7", "node_capacity", 7),
+        ("BLACKWIDOW_QUEUE_MAXLEN", "5000", "queue_maxlen", 5000),
         (
             "BLACKWIDOW_REDIS_URL",
             "redis://localhost:6379/1",
@@ -85,6 +87,10 @@ def test_each_variable_is_parsed(name, raw, attribute, expected):
         ("BLACKWIDOW_NODE_CAPACITY", "-3"),
         ("BLACKWIDOW_NODE_CAPACITY", "2.5"),
         ("BLACKWIDOW_NODE_CAPACITY", "many"),
+        ("BLACKWIDOW_QUEUE_MAXLEN", "0"),
+        ("BLACKWIDOW_QUEUE_MAXLEN", "-100"),
+        ("BLACKWIDOW_QUEUE_MAXLEN", "1e5"),
+        ("BLACKWIDOW_QUEUE_MAXLEN", "lots"),
         ("BLACKWIDOW_DATABASE_URL", ""),
         ("BLACKWIDOW_DATABASE_URL", "   "),
         ("BLACKWIDOW_STORE", ""),

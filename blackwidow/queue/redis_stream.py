@@ -1,0 +1,110 @@
+"""Redis Streams queue: one capped stream per crawler, `blackwidow:items:<crawler_id>`.
+
+Consumers read it with consumer groups (XREADGROUP) and decode entries with
+`item_from_entry`. Delivery is at least once, so they dedupe on (crawler_id, id).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from blackwidow.queue.base import QueueError, require_crawler_ids
+from sources.model import Item, utc_text
+
+KEY_PREFIX = "blackwidow:items:"
+SOCKET_TIMEOUT = 2.0  # seconds to connect, and to wait for a reply: an outage fails fast
+RECONNECTS = 1  # one immediate retry on a fresh connection, for a pooled socket gone stale
+_INSTANTS = ("published_at", "fetched_at")
+_ERROR_CHARS = 300  # a pipeline error quotes its command, which may hold a whole item
+
+
+def stream_key(crawler_id: int) -> str:
+    return f"{KEY_PREFIX}{crawler_id}"
+
+
+def entry_fields(item: Item) -> dict[str, str]:
+    """An item as stream entry fields: all text, instants in ISO-8601 UTC, None values left out."""
+    fields = {}
+    for name in (f.name for f in dataclasses.fields(Item)):
+        value = getattr(item, name)
+        if value is not None:
+            fields[name] = utc_text(value) if isinstance(value, datetime) else str(value)
+    return fields
+
+
+def item_from_entry(fields: Mapping[bytes | str, bytes | str]) -> Item:
+    """The item an entry encodes; takes fields as redis-py returns them, decoded or not."""
+    text = {_decoded(name): _decoded(value) for name, value in fields.items()}
+    values: dict[str, Any] = {f.name: text.get(f.name) for f in dataclasses.fields(Item)}
+    for name in _INSTANTS:
+        if values[name] is not None:
+            values[name] = datetime.fromisoformat(values[name])
+    if values["crawler_id"] is not None:
+        values["crawler_id"] = int(values["crawler_id"])
+    return Item(**values)
+
+
+def _decoded(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class RedisStreamQueue:
+    """An ItemQueue on Redis Streams, trimmed with `XADD ... MAXLEN ~ maxlen` per crawler.
+
+    Retrying is the caller's job (the outbox backs off); redis-py's own retries are cut to
+    one reconnect so a push against a dead server fails within seconds.
+    """
+
+    def __init__(self, url: str, maxlen: int) -> None:
+        self._maxlen = maxlen
+        self._redis = redis.Redis.from_url(
+            url,
+            socket_timeout=SOCKET_TIMEOUT,
+            socket_connect_timeout=SOCKET_TIMEOUT,
+            retry=Retry(NoBackoff(), RECONNECTS),
+        )
+        self._password = self._redis.get_connection_kwargs().get("password")
+
+    def push(self, items: Sequence[Item]) -> None:
+        """XADD every item in one non-transactional pipeline: one round trip, in order."""
+        require_crawler_ids(items)
+        if not items:
+            return
+        with self._redis.pipeline(transaction=False) as pipeline:
+            for item in items:
+                pipeline.xadd(
+                    stream_key(item.crawler_id),
+                    entry_fields(item),
+                    maxlen=self._maxlen,
+                    approximate=True,
+                )
+            try:
+                pipeline.execute()
+            except redis.RedisError as error:
+                raise QueueError(self._describe(error)) from error
+
+    def ping(self) -> bool:
+        """True when Redis answers; health endpoints report False, never raise."""
+        try:
+            return bool(self._redis.ping())
+        except redis.RedisError:
+            return False
+
+    def close(self) -> None:
+        self._redis.close()
+
+    def _describe(self, error: redis.RedisError) -> str:
+        """A short message for logs and stats, with the password blanked should it appear."""
+        message = f"redis push failed: {type(error).__name__}: {error}"
+        if self._password:
+            message = message.replace(self._password, "***")
+        if len(message) > _ERROR_CHARS:
+            message = message[: _ERROR_CHARS - 1] + "…"
+        return message
