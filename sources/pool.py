@@ -14,7 +14,7 @@ from typing import Any
 
 from sources.keys import source_key
 from sources.model import DataSource, Item, SourceSink, SubscriberSpec
-from sources.subscriber import ItemSink, Subscriber
+from sources.subscriber import BUFFER_ITEMS, ItemSink, Subscriber
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +29,10 @@ class _Shared:
 
 
 class DataSourcePool:
-    def __init__(self, open_source: OpenSource, sink: ItemSink) -> None:
+    def __init__(self, open_source: OpenSource, sink: ItemSink, buffer: int = BUFFER_ITEMS) -> None:
         self._open_source = open_source
         self._sink = sink
+        self._buffer = buffer
         self._lock = threading.RLock()
         self._sources: dict[str, _Shared] = {}
         self._subscribers: dict[int, tuple[str, Subscriber]] = {}
@@ -50,7 +51,7 @@ class DataSourcePool:
                 return subscriber.status()
             if current:  # a new query means a new data source; the subscriber's count stays
                 to_stop += self._detach(spec.crawler_id)
-            subscriber = Subscriber(spec, self._sink, confirmed_at=now)
+            subscriber = Subscriber(spec, self._sink, confirmed_at=now, buffer=self._buffer)
             shared, started = self._attach(key, spec, subscriber)
         self._stop_all(to_stop)
         if not started:
@@ -105,6 +106,7 @@ class DataSourcePool:
         entry = self._subscribers.pop(crawler_id, None)
         if entry is None:
             return []
+        entry[1].close()
         shared = self._sources[entry[0]]
         shared.crawler_ids.discard(crawler_id)
         if shared.crawler_ids:
@@ -135,9 +137,18 @@ class DataSourcePool:
         """Drop every subscriber and stop every data source (a detached node)."""
         with self._lock:
             to_stop = [shared.source for shared in self._sources.values()]
+            for _, subscriber in self._subscribers.values():
+                subscriber.close()
             self._sources.clear()
             self._subscribers.clear()
         self._stop_all(to_stop)
+
+    def retry_writes(self) -> None:
+        """Give every subscriber whose store write failed its due retry."""
+        with self._lock:
+            subscribers = [s for _, s in self._subscribers.values()]
+        for subscriber in subscribers:
+            subscriber.retry()
 
     def statuses(self) -> list[dict[str, Any]]:
         with self._lock:

@@ -2,6 +2,10 @@
 
 It filters by its own keywords and stores at most up to its ceiling — the lower of the
 crawler's item limit and the user-budget lease — so limits hold exactly, item by item.
+
+When the store (or the queue behind it) does not answer, it keeps what it was given in a
+bounded buffer and retries with backoff; once the buffer is full, `offer` blocks, so the data
+source stops taking items (backpressure) and nothing it handed over is dropped.
 """
 
 from __future__ import annotations
@@ -9,8 +13,9 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from sources.filters import keyword_matcher, matches
@@ -18,95 +23,181 @@ from sources.model import Item, SubscriberSpec
 
 log = logging.getLogger(__name__)
 
-MAX_HELD_ITEMS = 5000
+BUFFER_ITEMS = 5000  # items held per subscriber while the store is down or the lease is spent
+FIRST_RETRY = 0.2  # seconds before the first retry of a failed write; doubles up to MAX_RETRY
+MAX_RETRY = 10.0
+DAY_SECONDS = 86400
 
 
 class ItemSink(Protocol):
     """The part of a store a subscriber needs (blackwidow.store.Store fits)."""
 
-    def add(self, items: Sequence[Item]) -> int: ...
+    def add(self, items: Sequence[Item], ttl: int | None = None) -> list[Item]: ...
 
     def count(self, crawler_id: int) -> int: ...
 
 
 class Subscriber:
-    def __init__(self, spec: SubscriberSpec, sink: ItemSink, confirmed_at: float) -> None:
-        self._lock = threading.Lock()
+    def __init__(
+        self,
+        spec: SubscriberSpec,
+        sink: ItemSink,
+        confirmed_at: float,
+        buffer: int = BUFFER_ITEMS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._cond = threading.Condition()
         self._sink = sink
-        self._held: deque[Item] = deque(maxlen=MAX_HELD_ITEMS)
-        self.items_collected = sink.count(spec.crawler_id)
+        self._buffer = buffer
+        self._clock = clock
+        self._held: deque[Item] = deque()
+        self._closed = False
+        self._failing = False
+        self._retry_delay = 0.0
+        self._retry_at = 0.0
+        self.items_collected: int | None = None  # None until the store has told us
+        self.dropped = 0
         self.last_error: str | None = None
         self.source_error: str | None = None
         self.confirmed_at = confirmed_at
         self._apply(spec)
+        with self._cond:
+            self._load_count()
 
     def _apply(self, spec: SubscriberSpec) -> None:
         self.spec = spec
         self.digest = spec.digest()
         self._pattern = keyword_matcher(spec.query.get("keywords", ()))
+        days = spec.retention_days
+        self._ttl = days * DAY_SECONDS if days else None
 
     def update(self, spec: SubscriberSpec) -> None:
         """Take a changed spec in place: the count, the held items and the source stay."""
-        with self._lock:
+        with self._cond:
             self._apply(spec)
             self._store_held()
 
     def offer(self, items: Sequence[Item]) -> None:
-        """Consider items from the data source: keep the matching ones, store what fits."""
+        """Take items from the data source: keep the matching ones, store what fits.
+
+        Blocks while the store is failing and the buffer is full; returns once the items
+        are held (or the subscriber is closed).
+        """
         wanted = [i.for_crawler(self.spec.crawler_id) for i in items if matches(self._pattern, i)]
         if not wanted:
             return
-        with self._lock:
+        with self._cond:
+            while self._failing and len(self._held) >= self._buffer and not self._closed:
+                self._cond.wait(timeout=max(0.01, self._retry_at - self._clock()))
+                self._retry_due()
+            if self._closed:
+                return
             self._held.extend(wanted)
+            self._retry_due()
+            self._drop_beyond_buffer()
+
+    def retry(self) -> None:
+        """Retry a failed write once its backoff has passed (the node calls this on a timer)."""
+        with self._cond:
+            self._retry_due()
+
+    def close(self) -> None:
+        """The subscriber is gone: release a source blocked in `offer`."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def _retry_due(self) -> None:
+        if not self._failing or self._clock() >= self._retry_at:
             self._store_held()
+
+    def _load_count(self) -> bool:
+        if self.items_collected is None:
+            try:
+                self.items_collected = self._sink.count(self.spec.crawler_id)
+            except Exception as error:  # the store is down: hold items until it answers
+                self._failed(error)
+                return False
+        return True
 
     def _room(self) -> int | None:
         ceiling = self.spec.ceiling
-        return None if ceiling is None else max(0, ceiling - self.items_collected)
+        if ceiling is None or self.items_collected is None:
+            return None
+        return max(0, ceiling - self.items_collected)
 
     def _store_held(self) -> None:
         """Store held items up to the ceiling; keep the rest while a bigger lease may come.
 
         Items beyond the crawler's own limit are dropped: they can never be stored.
         """
+        if not self._load_count():
+            return
+        assert self.items_collected is not None
         while self._held:
             room = self._room()
             if room == 0:
                 break
             batch = list(itertools.islice(self._held, room))
             try:
-                self.items_collected += self._sink.add(batch)
+                stored = self._sink.add(batch, self._ttl)
             except Exception as error:  # the store is down: keep the items, say so, retry later
-                self.last_error = f"store: {error}"
-                log.warning("store write failed crawler=%s error=%s", self.spec.crawler_id, error)
+                self._failed(error)
                 return
-            self.last_error = None
+            self._recovered()
+            self.items_collected += len(stored)
             for _ in batch:
                 self._held.popleft()
         if self.state == "limit_reached":
             self._held.clear()
+        self._cond.notify_all()
+
+    def _drop_beyond_buffer(self) -> None:
+        """A crawler waiting for a bigger lease keeps only its newest items (the store is fine)."""
+        excess = len(self._held) - self._buffer
+        if excess > 0 and not self._failing:
+            for _ in range(excess):
+                self._held.popleft()
+            self.dropped += excess
+
+    def _failed(self, error: Exception) -> None:
+        if not self._failing:
+            log.warning("store write failed crawler=%s error=%s", self.spec.crawler_id, error)
+        self._failing = True
+        self._retry_delay = min(MAX_RETRY, self._retry_delay * 2 or FIRST_RETRY)
+        self._retry_at = self._clock() + self._retry_delay
+        self.last_error = f"store: {error}"
+
+    def _recovered(self) -> None:
+        if self._failing:
+            log.info("store writes resumed crawler=%s", self.spec.crawler_id)
+        self._failing = False
+        self._retry_delay = 0.0
+        self.last_error = None
 
     @property
     def state(self) -> str:
         limit = self.spec.item_limit
-        if limit is not None and self.items_collected >= limit:
+        count = self.items_collected
+        if limit is not None and count is not None and count >= limit:
             return "limit_reached"
-        return "waiting" if self._room() == 0 else "running"
+        return "waiting" if count is None or self._room() == 0 else "running"
 
     @property
     def lease(self) -> int | None:
         """The lease in force: a lease lowered below what is stored already counts as the count."""
         lease = self.spec.lease
-        return None if lease is None else max(lease, self.items_collected)
+        return None if lease is None else max(lease, self.items_collected or 0)
 
     def status(self) -> dict[str, Any]:
-        with self._lock:
-            return {
-                "crawler_id": self.spec.crawler_id,
-                "digest": self.digest,
-                "state": self.state,
-                "items_collected": self.items_collected,
-                "lease": self.lease,
-                "held": len(self._held),
-                "last_error": self.last_error or self.source_error,
-            }
+        """A lock-free snapshot: a poll must answer even while a slow write holds the lock."""
+        return {
+            "crawler_id": self.spec.crawler_id,
+            "digest": self.digest,
+            "state": self.state,
+            "items_collected": self.items_collected,
+            "lease": self.lease,
+            "held": len(self._held),
+            "dropped": self.dropped,
+            "last_error": self.last_error or self.source_error,
+        }

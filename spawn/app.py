@@ -25,6 +25,7 @@ class SpecSchema(Schema):
     query = fields.Dict(required=True)
     item_limit = fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=1))
     lease = fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=0))
+    retention_days = fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=1))
 
 
 def parse_spec(crawler_id: int, body: Any) -> SubscriberSpec:
@@ -81,14 +82,20 @@ def create_node_app(node: Node, cluster_secret: str | None) -> Flask:
 
     @app.get("/healthz")
     def healthz() -> ResponseReturnValue:
+        """Liveness with detail; "degraded" while the store refuses writes (items are held)."""
+        health = node.health()
+        store_ok = health.get("store", {}).get("ok", True)
+        statuses = node.pool.statuses()
         return jsonify(
             {
-                "status": "ok",
+                **health,
+                "status": "ok" if store_ok else "degraded",
                 "role": "node",
                 "node_id": node.node_id,
                 "registered": node.registered.is_set(),
                 "data_sources": node.pool.data_sources(),
-                "subscribers": len(node.pool.statuses()),
+                "subscribers": len(statuses),
+                "held": sum(status["held"] for status in statuses),  # items waiting to be stored
             }
         )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from sources.pool import DataSourcePool
 
@@ -16,9 +17,15 @@ log = logging.getLogger(__name__)
 
 
 class Node:
-    def __init__(self, pool: DataSourcePool, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        pool: DataSourcePool,
+        clock: Callable[[], float],
+        health: Callable[[], dict[str, Any]] = dict,
+    ) -> None:
         self.pool = pool
         self.clock = clock
+        self.health = health  # what the node's sink says of its store and queue
         self.node_id: int | None = None
         self.last_polled_at = clock()
         self._lock = threading.Lock()

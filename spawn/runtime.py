@@ -6,6 +6,7 @@ import threading
 import time
 
 from blackwidow import serving
+from blackwidow.queue import Outbox, open_queue
 from blackwidow.settings import Settings
 from blackwidow.store import open_store
 from sources.fetcher import GuardedFetcher
@@ -14,6 +15,7 @@ from sources.registry import SourceContext, opener
 from spawn import registration, watchdog
 from spawn.app import create_node_app
 from spawn.node import Node
+from spawn.sink import NodeSink
 
 
 def run_node(
@@ -21,11 +23,15 @@ def run_node(
 ) -> None:
     """Serve a node until it is told to stop (README steps 2, 4, 5 and 7)."""
     store = open_store(settings.store_url)
+    queue = open_queue(settings.redis_url, settings.queue_maxlen)
+    outbox = Outbox(queue, capacity=settings.node_buffer) if queue is not None else None
+    sink = NodeSink(store, outbox)
     context = SourceContext(
         fetcher=GuardedFetcher(allow_hosts=settings.fetch_allow),
         feed_interval=settings.feed_interval,
     )
-    node = Node(DataSourcePool(opener(context), store), clock=time.monotonic)
+    pool = DataSourcePool(opener(context), sink, buffer=settings.node_buffer)
+    node = Node(pool, clock=time.monotonic, health=sink.health)
     server, url = serving.bind(create_node_app(node, settings.cluster_secret), host, port)
     stop = threading.Event()
     secret = settings.cluster_secret or ""
@@ -45,10 +51,14 @@ def run_node(
     ]
     for thread in threads:
         thread.start()
+    if outbox is not None:
+        outbox.start()
 
     def _shutdown() -> None:
         stop.set()
         node.pool.clear()
+        if outbox is not None:
+            outbox.stop()  # a last attempt to hand stored items to the queue
         store.close()
 
     serving.run(server, url, on_stop=_shutdown)

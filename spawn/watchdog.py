@@ -1,4 +1,4 @@
-"""The node's timers: drop orphan subscribers, and detach when the hub stops polling."""
+"""The node's timers: retry failed store writes, drop orphans, detach when the hub goes quiet."""
 
 from __future__ import annotations
 
@@ -26,4 +26,5 @@ def check(node: Node, orphan_after: float, detach_after: float) -> None:
 
 def run(node: Node, orphan_after: float, detach_after: float, stop: threading.Event) -> None:
     while not stop.wait(TICK):
+        node.pool.retry_writes()
         check(node, orphan_after, detach_after)

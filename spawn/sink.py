@@ -1,0 +1,54 @@
+"""The node's item sink: the store first, then the queue for the items that were new.
+
+Subscribers see one `add`; this is where a store or queue outage becomes an error they hold
+items for (and, once their buffer is full, backpressure on the data sources).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from blackwidow.queue.outbox import Outbox
+from blackwidow.store import Store, StoreUnavailable
+from sources.model import Item
+
+
+class QueueBacklogFull(Exception):
+    """The queue has not taken earlier items yet; new ones wait rather than pile up in memory."""
+
+
+class NodeSink:
+    def __init__(self, store: Store, outbox: Outbox | None = None) -> None:
+        self._store = store
+        self._outbox = outbox
+        self._store_error: str | None = None
+
+    def add(self, items: Sequence[Item], ttl: int | None = None) -> list[Item]:
+        """Store items, then queue the new ones; refuses up front while the queue is backed up."""
+        if self._outbox is not None and not self._outbox.has_room():
+            pending = self._outbox.stats()["pending"]
+            raise QueueBacklogFull(f"queue: {pending} stored items wait for the queue")
+        new = self._tracked(lambda: self._store.add(items, ttl))
+        if new and self._outbox is not None:
+            self._outbox.put(new)
+        return new
+
+    def count(self, crawler_id: int) -> int:
+        return self._tracked(lambda: self._store.count(crawler_id))
+
+    def _tracked(self, call: Any) -> Any:
+        try:
+            result = call()
+        except StoreUnavailable as error:
+            self._store_error = str(error)
+            raise
+        self._store_error = None
+        return result
+
+    def health(self) -> dict[str, Any]:
+        """The store as the last write saw it, and the queue's backlog (None without a queue)."""
+        return {
+            "store": {"ok": self._store_error is None, "error": self._store_error},
+            "queue": self._outbox.stats() if self._outbox is not None else None,
+        }
