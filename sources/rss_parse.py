@@ -114,12 +114,31 @@ def _published_at(entry: Any) -> datetime | None:
         return None
 
 
+def _thread(entry: Any, item_id: str) -> tuple[str | None, str | None]:
+    """(conversation_id, in_reply_to) from the feed's own threading, when it has any.
+
+    A reply (Atom threading, RFC 4685 `thr:in-reply-to`) belongs to the conversation of the
+    entry it answers; an entry that has a comment thread (`<comments>`, `wfw:commentRss` or
+    an Atom `replies` link) starts one named by its own id, so its replies, which can name
+    only its id, join it. Other entries are in no conversation.
+    """
+    parent = entry.get("thr_in-reply-to") or {}
+    reply_to = (parent.get("ref") or "").strip() or None
+    if reply_to is not None:
+        return reply_to, reply_to
+    has_thread = entry.get("comments") or entry.get("wfw_commentrss")
+    if has_thread or any(link.get("rel") == "replies" for link in entry.get("links", ())):
+        return item_id, None
+    return None, None
+
+
 def _item(entry: Any, feed_url: str, fetched_at: datetime) -> Item | None:
     url = _entry_url(entry, feed_url)
     item_id = _entry_id(entry, url)
     if item_id is None:
         return None
     content = entry.get("content") or []
+    conversation_id, in_reply_to = _thread(entry, item_id)
     return Item(
         id=item_id,
         source="rss",
@@ -129,6 +148,8 @@ def _item(entry: Any, feed_url: str, fetched_at: datetime) -> Item | None:
         author=(entry.get("author") or "").strip() or None,
         published_at=_published_at(entry),
         fetched_at=fetched_at,
+        conversation_id=conversation_id,
+        in_reply_to=in_reply_to,
     )
 
 

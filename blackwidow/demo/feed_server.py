@@ -28,6 +28,9 @@ WINDOW = 50  # entries a feed shows; older ones drop off, as on a real site
 DEFAULT_ITEMS = 10
 MIN_EVERY = 0.01  # seconds; faster growth would only overflow the dates
 WORDS = ("python", "cassandra", "redis", "crawler", "feeds", "routing", "quota", "hub")
+THREAD_NS = "http://purl.org/syndication/thread/1.0"  # Atom threading (RFC 4685)
+THREAD_REPLY = f"{{{THREAD_NS}}}in-reply-to"
+ET.register_namespace("thr", THREAD_NS)
 FEED_PATH = re.compile(r"/feeds/([a-z0-9-]+)\.xml")
 EXAMPLES = ("/feeds/python.xml", "/feeds/tech-news.xml?items=5&every=2", "/feeds/big.xml?items=80")
 
@@ -66,6 +69,8 @@ def render_feed(base_url: str, name: str, total: int, started_at: float) -> byte
 
     Entry n is fixed forever: guid and link `<base>/posts/<name>/<n>`, a title and a
     description with word WORDS[(n - 1) % len(WORDS)], published at `started_at + n`.
+    Entries come in threads of two: an odd entry has a comments link, and the even entry
+    after it answers it (`thr:in-reply-to`), so every pair is one conversation.
     """
     rss = ET.Element("rss", version="2.0")
     channel = ET.SubElement(rss, "channel")
@@ -82,6 +87,10 @@ def render_feed(base_url: str, name: str, total: int, started_at: float) -> byte
         _text(entry, "guid", post_url).set("isPermaLink", "false")
         _text(entry, "description", f"Story {n} from {name} is about {word}.")
         _text(entry, "pubDate", formatdate(started_at + n, usegmt=True))
+        if n % 2:
+            _text(entry, "comments", f"{post_url}#comments")
+        else:
+            ET.SubElement(entry, THREAD_REPLY, ref=f"{base_url}/posts/{name}/{n - 1}")
     return ET.tostring(rss, encoding="utf-8", xml_declaration=True)
 
 

@@ -192,3 +192,33 @@ def test_links_that_are_not_web_links_are_dropped() -> None:
     items, _ = parse_feed(body, FEED_URL, FETCHED_AT)
 
     assert [(item.id, item.url) for item in items] == [("kept", None)]
+
+
+def test_threaded_entries_share_the_conversation_of_the_post_they_answer() -> None:
+    items, _ = parse_feed((DATA / "atom_thread.xml").read_bytes(), FEED_URL, FETCHED_AT)
+
+    post, reply, alone = "tag:example.org,2024:post-1", "tag:example.org,2024:comment-1", None
+    assert [(i.id, i.conversation_id, i.in_reply_to) for i in items] == [
+        (post, post, None),
+        (reply, post, post),
+        ("tag:example.org,2024:post-2", alone, None),
+    ]
+
+
+@pytest.mark.parametrize(
+    "thread_tag",
+    [
+        b"<comments>https://e.example/a#comments</comments>",
+        b'<wfw:commentRss xmlns:wfw="http://wellformedweb.org/CommentAPI/">'
+        b"https://e.example/a/feed</wfw:commentRss>",
+    ],
+)
+def test_an_rss_item_with_comments_starts_a_conversation(thread_tag: bytes) -> None:
+    body = (
+        b'<rss version="2.0"><channel><title>t</title><item><guid>a</guid>'
+        b"<link>https://e.example/a</link>" + thread_tag + b"</item></channel></rss>"
+    )
+
+    items, _ = parse_feed(body, FEED_URL, FETCHED_AT)
+
+    assert [(item.conversation_id, item.in_reply_to) for item in items] == [("a", None)]
