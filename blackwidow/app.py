@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from flask import Flask
+from flask import Flask, jsonify
+from flask.typing import ResponseReturnValue
 from flask_smorest import Api
 from werkzeug.exceptions import HTTPException
 
 from blackwidow import db
-from blackwidow.api import crawlers, health, nodes, users
+from blackwidow.api import conversations, crawlers, health, nodes, users
 from blackwidow.api.context import Hub
 from blackwidow.api.schemas import ErrorOut
-from blackwidow.errors import http_error_response, register_error_handlers
+from blackwidow.errors import error_body, http_error_response, register_error_handlers
 from blackwidow.settings import Settings
-from blackwidow.store import Store, open_store
+from blackwidow.store import Store, StoreUnavailable, open_store
 
 MAX_REQUEST_BYTES = 1024 * 1024
 
@@ -43,7 +44,13 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         store=store or open_store(settings.store_url),
     )
     api = HubApi(app)
-    for blueprint in (health.blp, users.blp, crawlers.blp, nodes.blp):
+    for blueprint in (health.blp, users.blp, crawlers.blp, conversations.blp, nodes.blp):
         api.register_blueprint(blueprint)
     register_error_handlers(app)
+    app.register_error_handler(StoreUnavailable, _store_unavailable)
     return app
+
+
+def _store_unavailable(error: StoreUnavailable) -> ResponseReturnValue:
+    """Reads fail cleanly while the item store is down; the crawlers keep running."""
+    return jsonify(error_body("store_unavailable", str(error))), 503

@@ -81,13 +81,22 @@ def demo(duration: float | None) -> None:
 
 @main.group(name="db")
 def db_group() -> None:
-    """The hub's SQL schema."""
+    """The hub's SQL schema and the item store's schema."""
 
 
 @db_group.command()
 @click.option("--db", "database_url", help="SQLAlchemy URL (default BLACKWIDOW_DATABASE_URL).")
-def upgrade(database_url: str | None) -> None:
-    """Apply every migration up to the newest."""
-    settings = _settings(database_url=database_url)
+@click.option("--store", "store_url", help="Item store URL (default BLACKWIDOW_STORE).")
+def upgrade(database_url: str | None, store_url: str | None) -> None:
+    """Apply every migration up to the newest, to the hub's SQL and to the item store."""
+    from blackwidow.store import StoreUnavailable, upgrade_store
+
+    settings = _settings(database_url=database_url, store_url=store_url)
     db.upgrade(settings.database_url)
     click.echo(f"database upgraded: {db.make_engine(settings.database_url).url!r}")
+    try:
+        click.echo(f"store upgraded: {upgrade_store(settings.store_url)}")
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    except StoreUnavailable as error:
+        raise click.ClickException(str(error)) from None

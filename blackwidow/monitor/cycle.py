@@ -101,6 +101,9 @@ class Monitor:
         crawler = session.get(Crawler, int(status["crawler_id"]))
         if crawler is None:
             return
+        crawler.last_error = status.get("last_error")
+        if status.get("items_collected") is None:  # the node's store has not answered yet
+            return
         count = int(status["items_collected"])
         previous = self._samples.get(crawler.id)
         if previous is not None and now > previous[1]:
@@ -108,7 +111,6 @@ class Monitor:
             crawler.rate = RATE_SMOOTHING * sample + (1 - RATE_SMOOTHING) * crawler.rate
         self._samples[crawler.id] = (count, now)
         crawler.items_collected = count
-        crawler.last_error = status.get("last_error")
 
     def _declare_dead(self, session: Session, node: Node) -> None:
         log.warning("node declared dead node=%s url=%s", node.id, node.url)

@@ -29,7 +29,7 @@ FAST_TIMERS = {
 class Cluster:
     """A running hub with its nodes and a sample-feed server, driven over real HTTP."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
         self.workdir = workdir
         self.admin_token = secrets.token_urlsafe(16)
         self.env = {
@@ -39,6 +39,7 @@ class Cluster:
             "BLACKWIDOW_CLUSTER_SECRET": secrets.token_urlsafe(16),
             "BLACKWIDOW_FETCH_ALLOW": "127.0.0.1",
             **FAST_TIMERS,
+            **env,
         }
         self.nodes: list[processes.Running] = []
         self.hub: processes.Running | None = None
@@ -109,6 +110,7 @@ class Cluster:
     def node_health(self, node: processes.Running) -> dict[str, Any]:
         return requests.get(f"{node.url}/healthz", timeout=5).json()
 
+
     def stop(self) -> None:
         for process in [*self.nodes, self.hub, self.feeds]:
             if process is not None:
@@ -117,11 +119,14 @@ class Cluster:
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Callable[[int], Cluster]]:
-    """A factory: cluster(n) starts a feed server, a hub and n nodes, and waits for them."""
+    """A factory: cluster(n, **env) starts a feed server, a hub and n nodes, and waits for them.
+
+    `env` adds to or overrides the processes' environment, e.g. BLACKWIDOW_STORE.
+    """
     started: list[Cluster] = []
 
-    def _start(node_count: int) -> Cluster:
-        running = Cluster(tmp_path)
+    def _start(node_count: int, **env: str) -> Cluster:
+        running = Cluster(tmp_path, env)
         started.append(running)
         running.start_hub()
         for _ in range(node_count):

@@ -20,7 +20,7 @@ def _free_port() -> int:
 
 
 def test_gunicorn_workers_run_exactly_one_monitor(tmp_path):
-    c = Cluster(tmp_path)
+    c = Cluster(tmp_path, {})
     env = {**os.environ, **c.env}
     subprocess.run([sys.executable, "-m", "blackwidow", "db", "upgrade"], env=env, check=True)
     port = _free_port()
