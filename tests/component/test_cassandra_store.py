@@ -1,0 +1,95 @@
+"""What only the Cassandra store does: its versioned schema, and failing cleanly while down."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from blackwidow.store import StoreUnavailable, open_store, upgrade_store
+from blackwidow.store.cassandra import make_cluster
+from blackwidow.store.cassandra_config import parse
+from sources.model import Item
+
+pytestmark = pytest.mark.services("cassandra_service")
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on: bound, then released."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def item(crawler_id: int) -> Item:
+    return Item("a", "rss", None, None, None, None, None, datetime.now(UTC), crawler_id=crawler_id)
+
+
+def test_a_store_that_cannot_reach_cassandra_raises_store_unavailable() -> None:
+    store = open_store(f"cassandra://127.0.0.1:{closed_port()}/anything?connect_timeout=1")
+    try:
+        with pytest.raises(StoreUnavailable, match="cassandra: NoHostAvailable"):
+            store.add([item(1)])
+        with pytest.raises(StoreUnavailable):
+            store.count(1)
+        with pytest.raises(StoreUnavailable):
+            store.items(1, 10)
+        assert store.ping() is False
+    finally:
+        store.close()
+
+
+def test_a_keyspace_without_the_schema_asks_for_db_upgrade(cassandra_service: Any) -> None:
+    url = f"cassandra://{cassandra_service.contact_points}/never_upgraded?consistency=ONE"
+    store = open_store(url)
+    try:
+        with pytest.raises(StoreUnavailable, match="schema version 0 of 1.*blackwidow db upgrade"):
+            store.count(1)
+    finally:
+        store.close()
+
+
+def test_upgrade_is_versioned_idempotent_and_follows_the_replication_setting(
+    cassandra_service: Any,
+) -> None:
+    keyspace = f"upgrade_{uuid.uuid4().hex[:10]}"
+    url = f"cassandra://{cassandra_service.contact_points}/{keyspace}"
+    assert upgrade_store(url) == f"cassandra keyspace {keyspace} applied versions [1]"
+    assert upgrade_store(url) == f"cassandra keyspace {keyspace} already current"
+    assert upgrade_store(url + "?replication=datacenter1:1").endswith("already current")
+
+    cluster = make_cluster(parse(url.removeprefix("cassandra://")))
+    try:
+        session = cluster.connect()
+        versions = session.execute(f"SELECT version, description FROM {keyspace}.schema_versions")
+        assert [row.version for row in versions] == [1]
+        replication = session.execute(
+            "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (keyspace,)
+        ).one()
+        assert dict(replication.replication) == {
+            "class": "org.apache.cassandra.locator.NetworkTopologyStrategy",
+            "datacenter1": "1",
+        }
+        session.execute(f"DROP KEYSPACE {keyspace}", timeout=60)
+    finally:
+        cluster.shutdown()
+
+
+def test_large_items_are_written_in_single_partition_batches(cassandra_store_url: str) -> None:
+    """A batch over Cassandra's 50 KiB cross-partition limit is fine within one partition."""
+    store = open_store(cassandra_store_url)
+    crawler_id = uuid.uuid4().int % 2**40
+    now = datetime.now(UTC)
+    big = [
+        Item(f"big-{n}", "rss", None, None, "x" * 20_000, None, None, now, crawler_id=crawler_id)
+        for n in range(200)
+    ]
+    try:
+        assert len(store.add(big)) == 200
+        assert store.count(crawler_id) == 200
+        assert len(store.items(crawler_id, 500)) == 200
+    finally:
+        store.close()
