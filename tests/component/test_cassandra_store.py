@@ -46,7 +46,7 @@ def test_a_keyspace_without_the_schema_asks_for_db_upgrade(cassandra_service: An
     url = f"cassandra://{cassandra_service.contact_points}/never_upgraded?consistency=ONE"
     store = open_store(url)
     try:
-        with pytest.raises(StoreUnavailable, match="schema version 0 of 1.*blackwidow db upgrade"):
+        with pytest.raises(StoreUnavailable, match=r"schema version 0 of 1.*blackwidow db upgrade"):
             store.count(1)
     finally:
         store.close()
