@@ -70,6 +70,7 @@ class ItemOut(Schema):
     published_at = fields.DateTime(allow_none=True)
     fetched_at = fields.DateTime()
     conversation_id = fields.String(allow_none=True)
+    in_reply_to = fields.String(allow_none=True)
 
 
 class ItemsOut(Schema):
