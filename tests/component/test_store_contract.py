@@ -207,9 +207,7 @@ def test_two_processes_writing_one_store_lose_nothing(
 ) -> None:
     one = crawler_ids[0]
     with contextlib.ExitStack() as stack:
-        writers = [
-            stack.enter_context(start_writer(store_url, tag, one)) for tag in ("p1", "p2")
-        ]
+        writers = [stack.enter_context(start_writer(store_url, tag, one)) for tag in ("p1", "p2")]
         for writer in writers:
             stack.callback(writer.kill)  # runs before each Popen exit reaps and closes pipes
         for writer in writers:  # both have the store open before either writes

@@ -138,9 +138,7 @@ def test_a_node_rides_out_cassandra_stopping_and_starting(
         stored = post_numbers(running.items(token, crawler["id"]))
         assert len(stored) == len(set(stored)) > before_outage  # none twice
         assert sorted(stored) == list(range(1, max(stored) + 1))  # none lost: no gaps
-        MEASUREMENTS.append(
-            f"cassandra outages: {len(stored)} items stored, 0 lost, 0 duplicated"
-        )
+        MEASUREMENTS.append(f"cassandra outages: {len(stored)} items stored, 0 lost, 0 duplicated")
     finally:
         cassandra.stop()
 
