@@ -110,7 +110,6 @@ class Cluster:
     def node_health(self, node: processes.Running) -> dict[str, Any]:
         return requests.get(f"{node.url}/healthz", timeout=5).json()
 
-
     def stop(self) -> None:
         for process in [*self.nodes, self.hub, self.feeds]:
             if process is not None:
