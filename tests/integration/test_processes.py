@@ -47,7 +47,7 @@ def test_gunicorn_workers_run_exactly_one_monitor(tmp_path):
         def answers() -> bool:
             try:
                 return requests.get(f"{hub_url}/healthz", timeout=2).ok
-            except requests.ConnectionError:
+            except requests.RequestException:  # refused, or a worker still booting under load
                 return False
 
         wait_until(answers, what="gunicorn to answer")
