@@ -41,8 +41,9 @@ def test_gunicorn_workers_run_exactly_one_monitor(tmp_path):
             stderr=log,
             stdout=log,
         )
+    hub_url = f"http://127.0.0.1:{port}"
+    c.hub = type(c.feeds)("hub", hub, hub_url, log_path)  # stopped by c.stop(), whatever happens
     try:
-        hub_url = f"http://127.0.0.1:{port}"
 
         def answers() -> bool:
             try:
@@ -51,7 +52,6 @@ def test_gunicorn_workers_run_exactly_one_monitor(tmp_path):
                 return False
 
         wait_until(answers, what="gunicorn to answer")
-        c.hub = type(c.feeds)("hub", hub, hub_url, log_path)
         c.add_node()
         c.wait_for_nodes(1)
         token = c.user()
