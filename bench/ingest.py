@@ -2,6 +2,7 @@
 
 For each store the pipelined path (Store.add, batches of BATCH items) is timed against a naive
 loop that writes one item per synchronous round trip, in the same run, and the ratio printed.
+Both first write WARMUP items untimed, so a fresh Cassandra's JIT is warm for either.
 
     .venv/bin/python -m bench.ingest [--items N] [--cassandra HOST:PORT]
 
@@ -31,6 +32,7 @@ from tests.services.cassandra import Cassandra
 from tests.services.server import port_answers
 
 BATCH = 1000
+WARMUP = 10_000
 
 
 def make_items(count: int, crawler_id: int) -> list[Item]:
@@ -168,6 +170,8 @@ def main() -> None:
     with local_cassandra(args.cassandra) as contact:
         url = f"cassandra://{contact}/bench_{uuid.uuid4().hex[:8]}?consistency=ONE"
         upgrade_store(url)
+        pipelined(url, make_items(WARMUP, 3))
+        naive_cassandra(url, make_items(WARMUP // 10, 4))
         slow = naive_cassandra(url, make_items(args.naive_items, 2))
         fast = pipelined(url, make_items(args.items, 1))
         report("cassandra", args.items, fast, slow)
