@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from blackwidow.auth import Caller
 from blackwidow.errors import ApiError, invalid_input
-from blackwidow.models import Assignment, Crawler
+from blackwidow.models import MAX_INTEGER, Assignment, Crawler
 from sources.keys import source_key
 from sources.registry import SOURCE_TYPES
 
@@ -55,8 +55,13 @@ def listing(session: Session, caller: Caller) -> list[Crawler]:
 
 
 def get(session: Session, caller: Caller, crawler_id: int) -> Crawler:
-    """One crawler; another user's crawler is reported as missing, not forbidden."""
-    crawler = session.scalar(select(Crawler).where(Crawler.id == crawler_id, visible(caller)))
+    """One crawler; another user's crawler is reported as missing, not forbidden.
+
+    No id passes MAX_INTEGER, and PostgreSQL refuses to compare one that does: not asked.
+    """
+    crawler = None
+    if crawler_id <= MAX_INTEGER:
+        crawler = session.scalar(select(Crawler).where(Crawler.id == crawler_id, visible(caller)))
     if crawler is None:
         raise ApiError(404, "not_found", f"no crawler {crawler_id}", "id")
     return crawler

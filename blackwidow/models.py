@@ -11,6 +11,9 @@ from typing import Any
 from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, Text, TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+# The largest INTEGER every back end stores: PostgreSQL's is 32-bit, SQLite's 64-bit.
+MAX_INTEGER = 2**31 - 1
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
+from blackwidow.models import MAX_INTEGER
 from sources.registry import SOURCE_TYPES
 
-_name = fields.String(required=True, validate=validate.Length(min=1, max=200))
-_limit = fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=1))
+# PostgreSQL refuses what SQLite stores: text longer than its column, NUL characters and
+# integers past MAX_INTEGER. Checked here, such input is a 422 on both rather than a 500.
+_NAME_RULES = [
+    validate.Length(min=1, max=200),
+    validate.ContainsNoneOf("\x00", error="must not contain NUL characters"),
+]
+_COUNT_RULE = validate.Range(min=1, max=MAX_INTEGER)
+_name = fields.String(required=True, validate=_NAME_RULES)
+_limit = fields.Integer(strict=True, allow_none=True, validate=_COUNT_RULE)
 
 
 class UserCreate(Schema):
@@ -34,7 +42,7 @@ class CrawlerCreate(Schema):
 
 
 class CrawlerUpdate(Schema):
-    name = fields.String(validate=validate.Length(min=1, max=200))
+    name = fields.String(validate=_NAME_RULES)
     query = fields.Dict()
     item_limit = _limit
     enabled = fields.Boolean()
@@ -78,8 +86,13 @@ class ItemsOut(Schema):
 
 
 class NodeRegister(Schema):
-    url = fields.Url(required=True, schemes={"http", "https"}, require_tld=False)
-    capacity = fields.Integer(strict=True, load_default=100, validate=validate.Range(min=1))
+    url = fields.Url(
+        required=True,
+        schemes={"http", "https"},
+        require_tld=False,
+        validate=validate.Length(max=500),
+    )
+    capacity = fields.Integer(strict=True, load_default=100, validate=_COUNT_RULE)
 
 
 class NodeRegistered(Schema):

@@ -1,8 +1,14 @@
-"""Component fixtures: the real hub app on a real, migrated SQLite database."""
+"""Component fixtures: the real hub app on a real, migrated database, SQLite and PostgreSQL.
+
+Every test that takes `hub_app` (or `database_url`) runs once per back end: `[sqlite]` and
+`[postgresql]`. Each test's database is a copy of a template migrated once per session.
+"""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,21 +19,84 @@ from blackwidow import db
 from blackwidow.app import create_app
 from blackwidow.demo.feed_server import FeedServer
 from blackwidow.settings import Settings
+from tests.component.scratch_databases import ScratchDatabases
 
 ADMIN = "admin-token-for-tests"
 SECRET = "cluster-secret-for-tests"
+SQL_BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated to head once, for tests to copy.
+
+    Alembic's connections are closed when it is done, so the file holds the whole database.
+    """
+    path = tmp_path_factory.mktemp("template") / "hub.db"
+    db.upgrade(f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def scratch_databases(postgres_url: str) -> Iterator[ScratchDatabases]:
+    databases = ScratchDatabases(postgres_url)
+    yield databases
+    databases.close()
+
+
+@pytest.fixture(scope="session")
+def migrated_template(scratch_databases: ScratchDatabases) -> Iterator[str]:
+    """A PostgreSQL database migrated to head once, for tests to copy."""
+    url = scratch_databases.create()
+    db.upgrade(url)
+    yield url
+    scratch_databases.drop(url)
+
+
+def _database(request: pytest.FixtureRequest, tmp_path: Path, migrated: bool) -> Iterator[str]:
+    """A database of its own for one test on the back end `request.param` names; a copy of
+    that back end's template when `migrated`, else empty.
+
+    PostgreSQL is started only when a test asks for it, so `-k sqlite` runs without it.
+    """
+    if request.param == "sqlite":
+        path = tmp_path / "hub.db"
+        if migrated:
+            shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        yield f"sqlite:///{path}"
+        return
+    databases: ScratchDatabases = request.getfixturevalue("scratch_databases")
+    template = request.getfixturevalue("migrated_template") if migrated else None
+    url = databases.create(template)
+    yield url
+    databases.drop(url)
+
+
+@pytest.fixture(params=SQL_BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of a database migrated to head."""
+    yield from _database(request, tmp_path, migrated=True)
+
+
+@pytest.fixture(params=SQL_BACKENDS)
+def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of a database no migration has touched."""
+    yield from _database(request, tmp_path, migrated=False)
 
 
 @pytest.fixture
-def hub_app(tmp_path) -> Flask:
+def hub_app(database_url: str, tmp_path: Path) -> Iterator[Flask]:
+    """The hub on this test's own database, once per SQL back end."""
     settings = Settings(
-        database_url=f"sqlite:///{tmp_path / 'hub.db'}",
+        database_url=database_url,
         store_url=f"sqlite:///{tmp_path / 'items.db'}",
         admin_token=ADMIN,
         cluster_secret=SECRET,
     )
-    db.upgrade(settings.database_url)
-    return create_app(settings)
+    app = create_app(settings)
+    yield app
+    with app.extensions["blackwidow"].sessions() as session:
+        session.get_bind().dispose()  # close pooled connections before the database is dropped
 
 
 @pytest.fixture

@@ -81,8 +81,10 @@ def test_equal_feed_sets_share_a_source_key_whatever_the_keywords(client, make_u
         ({"name": "n", "source": "rss", "query": [FEED]}, "query"),
         ({"source": "rss", "query": {"feeds": [FEED]}}, "name"),
         ({"name": "", "source": "rss", "query": {"feeds": [FEED]}}, "name"),
+        ({"name": "a\x00b", "source": "rss", "query": {"feeds": [FEED]}}, "name"),
         ({**rss(), "item_limit": -1}, "item_limit"),
         ({**rss(), "item_limit": "5"}, "item_limit"),
+        ({**rss(), "item_limit": 2**31}, "item_limit"),
         ({**rss(), "enabled": "maybe"}, "enabled"),
         ({**rss(), "owner": 3}, "owner"),
     ],
@@ -132,8 +134,9 @@ def test_users_see_only_their_own_crawlers(client, make_user):
 
 def test_unknown_ids_and_missing_tokens(client, make_user):
     token = make_user()["token"]
-    missing = client.get("/api/v1/crawlers/999", headers=bearer(token))
-    assert missing.status_code == 404 and missing.json["error"]["field"] == "id"
+    for crawler_id in (999, 2**31, 2**64):  # past any SQL integer, too
+        missing = client.get(f"/api/v1/crawlers/{crawler_id}", headers=bearer(token))
+        assert missing.status_code == 404 and missing.json["error"]["field"] == "id"
     assert client.get("/api/v1/crawlers").status_code == 401
     assert client.get("/api/v1/nope", headers=bearer(token)).status_code == 404
 
@@ -168,8 +171,13 @@ def test_node_registration_needs_the_cluster_secret_and_keeps_ids(client):
     again = client.post("/api/v1/nodes", json=body, headers=bearer(SECRET))
     assert first.status_code == again.status_code == 201
     assert first.json["id"] == again.json["id"]
-    bad = client.post("/api/v1/nodes", json={"url": "gopher://x"}, headers=bearer(SECRET))
-    assert bad.status_code == 422 and bad.json["error"]["field"] == "url"
+    for bad_body, field in [
+        ({"url": "gopher://x"}, "url"),
+        ({"url": f"http://127.0.0.1:9999/{'x' * 500}"}, "url"),
+        ({**body, "capacity": 2**31}, "capacity"),
+    ]:
+        bad = client.post("/api/v1/nodes", json=bad_body, headers=bearer(SECRET))
+        assert bad.status_code == 422 and bad.json["error"]["field"] == field
 
 
 def test_node_listing_is_admin_only_and_count_is_public(client, make_user):

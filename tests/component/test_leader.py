@@ -1,0 +1,84 @@
+"""The monitor's leader lock on each back end: one holder at a time, even when hubs race for it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from blackwidow import db
+from blackwidow.models import MonitorLock, utcnow
+from blackwidow.monitor import leader
+
+TTL = 10.0
+
+
+@pytest.fixture
+def sessions(database_url: str) -> Iterator[sessionmaker[Session]]:
+    engine = db.make_engine(database_url)
+    yield db.make_sessions(engine)
+    engine.dispose()
+
+
+def lead(sessions: sessionmaker[Session], holder: str, after: float = 0.0) -> bool:
+    """Whether `holder` leads when it asks `after` seconds from now."""
+    with sessions.begin() as session:
+        return leader.try_lead(session, holder, utcnow() + timedelta(seconds=after), TTL)
+
+
+def lock(sessions: sessionmaker[Session]) -> MonitorLock:
+    with sessions() as session:
+        row = session.get(MonitorLock, leader.LOCK)
+        assert row is not None
+        return row
+
+
+def test_one_holder_until_its_lease_expires(sessions):
+    assert lead(sessions, "a")
+    assert not lead(sessions, "b")
+    assert lead(sessions, "a", after=TTL / 2)  # renewed
+    assert not lead(sessions, "b", after=TTL)
+    assert lead(sessions, "b", after=2 * TTL)  # a stopped renewing
+    assert not lead(sessions, "a", after=2 * TTL)
+    held = lock(sessions)
+    assert held.holder == "b" and held.expires_at is not None
+    assert held.expires_at.tzinfo is not None  # read back aware, whatever the back end
+
+
+def test_only_the_holder_records_cycles_and_releasing_frees_the_lock(sessions):
+    assert lead(sessions, "a")
+    at = utcnow()
+    with sessions.begin() as session:
+        leader.record_cycle(session, "b", at, 9.0)
+        leader.record_cycle(session, "a", at, 1.5)
+    assert (lock(sessions).last_cycle_at, lock(sessions).last_cycle_seconds) == (at, 1.5)
+    with sessions.begin() as session:
+        leader.release(session, "b")
+    assert lock(sessions).holder == "a"
+    with sessions.begin() as session:
+        leader.release(session, "a")
+    assert lock(sessions).holder is None
+    assert lead(sessions, "b")
+
+
+def test_hubs_racing_for_a_free_lock_elect_exactly_one(sessions):
+    holders = [f"hub{n}" for n in range(8)]
+    start = threading.Barrier(len(holders))
+    won: dict[str, bool] = {}
+
+    def race(holder: str) -> None:
+        start.wait()
+        won[holder] = lead(sessions, holder)
+
+    threads = [threading.Thread(target=race, args=(holder,)) for holder in holders]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(won) == holders
+    winners = [holder for holder, leads in won.items() if leads]
+    assert len(winners) == 1
+    assert lock(sessions).holder == winners[0]

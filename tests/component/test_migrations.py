@@ -1,0 +1,86 @@
+"""The migrations on each back end: they apply, undo and apply again, `blackwidow db upgrade`
+runs them, and the schema they build is the one the models describe."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from click.testing import CliRunner
+from sqlalchemy import Connection, inspect, select
+
+from blackwidow import db
+from blackwidow.cli import main
+from blackwidow.models import Base, MonitorLock
+
+HEAD = ScriptDirectory(str(db.MIGRATIONS)).get_current_head()
+
+
+@contextmanager
+def connected(url: str) -> Iterator[Connection]:
+    """A connection whose engine is disposed afterwards, so the test database can be dropped."""
+    engine = db.make_engine(url)
+    try:
+        with engine.connect() as connection:
+            yield connection
+    finally:
+        engine.dispose()
+
+
+def revision(url: str) -> str | None:
+    with connected(url) as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def tables(url: str) -> set[str]:
+    with connected(url) as connection:
+        return set(inspect(connection).get_table_names()) - {"alembic_version"}
+
+
+def lock_rows(url: str) -> list[str]:
+    with connected(url) as connection:
+        return list(connection.scalars(select(MonitorLock.name)))
+
+
+def test_upgrade_downgrade_and_upgrade_again(empty_database_url):
+    url = empty_database_url
+    db.upgrade(url)
+    assert revision(url) == HEAD
+    assert tables(url) == set(Base.metadata.tables)
+    assert lock_rows(url) == ["monitor"]
+
+    command.downgrade(db.alembic_config(url), "base")
+    assert revision(url) is None
+    assert tables(url) == set()
+
+    db.upgrade(url)
+    assert revision(url) == HEAD
+    assert lock_rows(url) == ["monitor"]
+
+
+def test_the_migrated_schema_is_the_one_the_models_describe(database_url):
+    with connected(database_url) as connection:
+        assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
+
+
+@pytest.mark.parametrize("given_by", ["option", "environment"])
+def test_db_upgrade_command_takes_the_url_from_option_or_environment(
+    empty_database_url, monkeypatch, tmp_path, given_by
+):
+    url = empty_database_url
+    monkeypatch.setenv("BLACKWIDOW_STORE", f"sqlite:///{tmp_path / 'items.db'}")
+    if given_by == "option":
+        arguments = ["db", "upgrade", "--db", url]
+    else:
+        monkeypatch.setenv("BLACKWIDOW_DATABASE_URL", url)
+        arguments = ["db", "upgrade"]
+    for _ in range(2):  # a second run finds nothing to do
+        result = CliRunner().invoke(main, arguments)
+        assert result.exit_code == 0, result.output
+        assert "database upgraded" in result.output
+    assert revision(url) == HEAD
