@@ -37,6 +37,7 @@ def create(session: Session, caller: Caller, data: dict[str, Any]) -> Crawler:
         query=query,
         uuid=source_key(data["source"], query),
         item_limit=data.get("item_limit"),
+        retention_days=data.get("retention_days"),
         enabled=data.get("enabled", True),
         state="pending" if data.get("enabled", True) else "disabled",
     )
@@ -72,7 +73,7 @@ def update(crawler: Crawler, changes: dict[str, Any]) -> Crawler:
     if "query" in changes:
         crawler.query = validated_query(crawler.source, changes["query"])
         crawler.uuid = source_key(crawler.source, crawler.query)
-    for name in ("name", "item_limit", "enabled"):
+    for name in ("name", "item_limit", "retention_days", "enabled"):
         if name in changes:
             setattr(crawler, name, changes[name])
     if not crawler.enabled:

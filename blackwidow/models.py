@@ -64,6 +64,7 @@ class Crawler(Base):
     source: Mapped[str] = mapped_column(String(40))
     query: Mapped[dict[str, Any]] = mapped_column(JSON)
     item_limit: Mapped[int | None] = mapped_column(Integer)
+    retention_days: Mapped[int | None] = mapped_column(Integer)  # items expire; None: kept
     enabled: Mapped[bool] = mapped_column(default=True)
     state: Mapped[str] = mapped_column(String(20), default="pending")
     items_collected: Mapped[int] = mapped_column(default=0)

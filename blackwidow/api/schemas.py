@@ -7,6 +7,8 @@ from marshmallow import Schema, fields, validate
 from blackwidow.models import MAX_INTEGER
 from sources.registry import SOURCE_TYPES
 
+MAX_RETENTION_DAYS = 7300  # Cassandra's longest TTL: 20 years
+
 # PostgreSQL refuses what SQLite stores: text longer than its column, NUL characters and
 # integers past MAX_INTEGER. Checked here, such input is a 422 on both rather than a 500.
 _NAME_RULES = [
@@ -16,6 +18,12 @@ _NAME_RULES = [
 _COUNT_RULE = validate.Range(min=1, max=MAX_INTEGER)
 _name = fields.String(required=True, validate=_NAME_RULES)
 _limit = fields.Integer(strict=True, allow_none=True, validate=_COUNT_RULE)
+_retention = fields.Integer(
+    strict=True,
+    allow_none=True,
+    validate=validate.Range(min=1, max=MAX_RETENTION_DAYS),
+    metadata={"description": "days the crawler's items are kept; null keeps them"},
+)
 
 
 class UserCreate(Schema):
@@ -38,6 +46,7 @@ class CrawlerCreate(Schema):
     source = fields.String(required=True, validate=validate.OneOf(sorted(SOURCE_TYPES)))
     query = fields.Dict(required=True, metadata={"description": "per source; see the README"})
     item_limit = _limit
+    retention_days = _retention
     enabled = fields.Boolean(load_default=True)
 
 
@@ -45,6 +54,7 @@ class CrawlerUpdate(Schema):
     name = fields.String(validate=_NAME_RULES)
     query = fields.Dict()
     item_limit = _limit
+    retention_days = _retention
     enabled = fields.Boolean()
 
 
@@ -56,6 +66,7 @@ class CrawlerOut(Schema):
     source = fields.String()
     query = fields.Dict()
     item_limit = fields.Integer(allow_none=True)
+    retention_days = fields.Integer(allow_none=True)
     enabled = fields.Boolean()
     state = fields.String()
     node_id = fields.Integer(allow_none=True)

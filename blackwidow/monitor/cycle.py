@@ -188,6 +188,7 @@ def _spec(crawler: Crawler, lease: int | None) -> SubscriberSpec:
         query=crawler.query,
         item_limit=crawler.item_limit,
         lease=lease,
+        retention_days=crawler.retention_days,
     )
 
 

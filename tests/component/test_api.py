@@ -38,10 +38,12 @@ def test_user_token_is_not_admin(client, make_user):
 
 def test_create_crawler_and_read_it_back(client, make_user):
     token = make_user()["token"]
-    created = client.post("/api/v1/crawlers", json=rss(item_limit=5), headers=bearer(token))
+    body = rss(item_limit=5, retention_days=30)
+    created = client.post("/api/v1/crawlers", json=body, headers=bearer(token))
     assert created.status_code == 201
     crawler = created.json
     assert crawler["state"] == "pending" and crawler["item_limit"] == 5
+    assert crawler["retention_days"] == 30
     assert crawler["node_id"] is None and crawler["items_collected"] == 0
     assert crawler["query"] == {"feeds": [FEED], "keywords": []}
     fetched = client.get(f"/api/v1/crawlers/{crawler['id']}", headers=bearer(token))
@@ -73,6 +75,14 @@ def test_equal_feed_sets_share_a_source_key_whatever_the_keywords(client, make_u
         ),
         ({"name": "n", "source": "rss", "query": {"feeds": [FEED, "ftp://x/y"]}}, "query.feeds.1"),
         ({"name": "n", "source": "rss", "query": {"feeds": FEED}}, "query.feeds"),
+        (
+            {"name": "n", "source": "rss", "query": {"feeds": [FEED]}, "retention_days": 0},
+            "retention_days",
+        ),
+        (
+            {"name": "n", "source": "rss", "query": {"feeds": [FEED]}, "retention_days": 7301},
+            "retention_days",
+        ),
         (
             {"name": "n", "source": "rss", "query": {"feeds": [FEED], "keywords": "x"}},
             "query.keywords",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import sqlite3
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -276,3 +278,19 @@ def test_orphans_are_subscribers_the_hub_has_not_confirmed_lately(
 
     pool.put(spec(2, [url]), now=120.0)  # a push confirms too
     assert pool.orphans(now=123.0, orphan_after=10.0) == [1]
+
+
+def test_a_crawlers_retention_becomes_its_items_expiry(
+    pool: DataSourcePool, store: SqliteStore, feeds: FeedServer, tmp_path
+) -> None:
+    with_retention = dataclasses.replace(spec(1, [feed(feeds, "news", items=3)]), retention_days=2)
+    pool.put(with_retention, now=0.0)
+    pool.put(spec(2, [feed(feeds, "world", items=3)]), now=0.0)
+    wait_until(lambda: store.count(1) == 3 and store.count(2) == 3, what="items stored")
+
+    with sqlite3.connect(tmp_path / "items.db") as db:
+        rows = db.execute("SELECT crawler_id, expires_at FROM items").fetchall()
+    expiries = {crawler: expires for crawler, expires in rows}
+    assert expiries[2] is None
+    left = datetime.fromisoformat(expiries[1]) - datetime.now(UTC)
+    assert timedelta(days=1, hours=23) < left <= timedelta(days=2)
