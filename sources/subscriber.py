@@ -18,14 +18,13 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from sources.backoff import doubling_delay
 from sources.filters import keyword_matcher, matches
 from sources.model import Item, SubscriberSpec
 
 log = logging.getLogger(__name__)
 
 BUFFER_ITEMS = 5000  # items held per subscriber while the store is down or the lease is spent
-FIRST_RETRY = 0.2  # seconds before the first retry of a failed write; doubles up to MAX_RETRY
-MAX_RETRY = 10.0
 DAY_SECONDS = 86400
 
 
@@ -53,7 +52,7 @@ class Subscriber:
         self._held: deque[Item] = deque()
         self._closed = False
         self._failing = False
-        self._retry_delay = 0.0
+        self._failures = 0
         self._retry_at = 0.0
         self.items_collected: int | None = None  # None until the store has told us
         self.dropped = 0
@@ -164,15 +163,15 @@ class Subscriber:
         if not self._failing:
             log.warning("store write failed crawler=%s error=%s", self.spec.crawler_id, error)
         self._failing = True
-        self._retry_delay = min(MAX_RETRY, self._retry_delay * 2 or FIRST_RETRY)
-        self._retry_at = self._clock() + self._retry_delay
+        self._failures += 1
+        self._retry_at = self._clock() + doubling_delay(self._failures)
         self.last_error = f"store: {error}"
 
     def _recovered(self) -> None:
         if self._failing:
             log.info("store writes resumed crawler=%s", self.spec.crawler_id)
         self._failing = False
-        self._retry_delay = 0.0
+        self._failures = 0
         self.last_error = None
 
     @property

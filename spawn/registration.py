@@ -9,19 +9,18 @@ from collections.abc import Callable
 
 import requests
 
+from sources.backoff import doubling_delay
 from spawn.node import Node
 
 log = logging.getLogger(__name__)
 
-FIRST_DELAY = 0.5
-MAX_DELAY = 10.0
+FIRST_DELAY = 0.5  # a hub that is starting needs a moment; the cap is the shared one
 
 
 def backoff_delay(attempt: int, jitter: Callable[[], float] = random.random) -> float:
-    """Seconds before retry `attempt` (0-based): doubling up to MAX_DELAY, with jitter so
+    """Seconds before retry `attempt` (0-based): doubling up to the cap, with jitter so
     nodes restarted together do not all knock at the same instant."""
-    base = min(MAX_DELAY, FIRST_DELAY * 2**attempt)
-    return base * (0.5 + jitter() / 2)
+    return doubling_delay(attempt + 1, first=FIRST_DELAY) * (0.5 + jitter() / 2)
 
 
 def register_once(hub_url: str, node_url: str, capacity: int, secret: str) -> int:

@@ -14,17 +14,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from blackwidow.queue.base import ItemQueue, QueueError, require_crawler_ids
+from sources.backoff import doubling_delay
 from sources.model import Item
 
-FIRST_DELAY = 0.2
-MAX_DELAY = 10.0
 BATCH = 500  # pending items sent per round trip while catching up
-
-
-def retry_delay(failures: int) -> float:
-    """Seconds to wait after `failures` failed pushes in a row: 0 after none, then 0.2 s
-    doubling to MAX_DELAY, so an outage costs Redis a trickle of attempts, not a storm."""
-    return 0.0 if failures == 0 else min(MAX_DELAY, FIRST_DELAY * 2 ** (failures - 1))
 
 
 class Outbox:
@@ -95,7 +88,7 @@ class Outbox:
             self._wake.wait()
             self._wake.clear()
             with self._lock:
-                delay = retry_delay(self._failures_in_a_row)
+                delay = doubling_delay(self._failures_in_a_row)
             if self._stopping.wait(delay):
                 return
             if not self._flush():

@@ -15,8 +15,8 @@ import pytest
 import redis
 
 from blackwidow.queue import Outbox, QueueError, RedisStreamQueue, item_from_entry, open_queue
-from blackwidow.queue.outbox import retry_delay
 from blackwidow.queue.redis_stream import stream_key
+from sources.backoff import doubling_delay
 from sources.model import Item
 from tests.services.redis import Redis as RedisServer
 from tests.support import wait_until
@@ -223,7 +223,7 @@ def test_open_queue(redis_url):
 
 
 def test_retry_delays_double_from_a_fifth_of_a_second_to_ten():
-    delays = [retry_delay(failures) for failures in range(9)]
+    delays = [doubling_delay(failures) for failures in range(9)]
     assert delays == [0.0, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 10.0, 10.0]
 
 

@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from spawn.registration import FIRST_DELAY, MAX_DELAY, backoff_delay
+from sources.backoff import MAX_DELAY
+from spawn.registration import FIRST_DELAY, backoff_delay
 
 # attempt -> the delay before jitter
 BASES = [
