@@ -6,12 +6,14 @@ items for (and, once their buffer is full, backpressure on the data sources).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from blackwidow.queue.outbox import Outbox
 from blackwidow.store import Store, StoreUnavailable
 from sources.model import Item
+
+_T = TypeVar("_T")
 
 
 class QueueBacklogFull(Exception):
@@ -37,7 +39,8 @@ class NodeSink:
     def count(self, crawler_id: int) -> int:
         return self._tracked(lambda: self._store.count(crawler_id))
 
-    def _tracked(self, call: Any) -> Any:
+    def _tracked(self, call: Callable[[], _T]) -> _T:
+        """Run a store call, remembering whether the store answered (for `health`)."""
         try:
             result = call()
         except StoreUnavailable as error:

@@ -204,12 +204,12 @@ class CassandraStore:
             return []
         self._run(session, self._item_rows(st, new, ttl))
         self._run(session, self._id_rows(st, new))  # the commit mark: written last
+        touched = {_crawler(item) for item in new}
         with self._lock:
             for item in new:
                 self._totals[_crawler(item)] += 1
-            totals = [(n, crawler, self._writer) for crawler, n in self._totals.items()]
-        touched = {_crawler(item) for item in new}
-        self._run(session, [(st.set_total, row) for row in totals if row[1] in touched])
+            totals = [(self._totals[crawler], crawler, self._writer) for crawler in touched]
+        self._run(session, [(st.set_total, row) for row in totals])
         return new
 
     def _existing(self, session: Session, st: _Statements, items: list[Item]) -> set[tuple]:
