@@ -6,6 +6,8 @@ Durations are seconds everywhere. Secrets are kept out of repr so they never rea
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,11 +31,16 @@ class Settings:
     admin_token: str | None = field(default=None, repr=False)
     cluster_secret: str | None = field(default=None, repr=False)
     poll_interval: float = 2.0
-    node_dead_after: float = 10.0
+    phi_suspect: float = 3.0  # failure detector: phi at which a node is shown as suspect
+    phi_dead: float = 8.0  # ... and at which it is declared dead and its crawlers move
+    phi_min_std: float = 0.2  # seconds
+    acceptable_pause: float = 3.0  # seconds of silence tolerated beyond a node's usual rhythm
+    phi_window: int = 100  # poll inter-arrival times kept per node
     orphan_after: float = 30.0
     detach_after: float = 60.0
     routing: str = "modulo"
     fetch_allow: frozenset[str] = frozenset()
+    node_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
     feed_interval: float = 60.0
     node_capacity: int = 100
     redis_url: str | None = field(default=None, repr=False)
@@ -44,14 +51,32 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
 
-def _seconds(name: str, raw: str) -> float:
+def _float(name: str, raw: str, expected: str) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise SettingsError(name, f"expected seconds, got {raw!r}") from None
-    if not value > 0:
-        raise SettingsError(name, f"must be more than 0 seconds, got {raw!r}")
+        value = math.nan
+    if math.isnan(value) or math.isinf(value):
+        raise SettingsError(name, f"expected {expected}, got {raw!r}")
     return value
+
+
+def _seconds(name: str, raw: str) -> float:
+    if not _float(name, raw, "seconds") > 0:
+        raise SettingsError(name, f"must be more than 0 seconds, got {raw!r}")
+    return float(raw)
+
+
+def _pause(name: str, raw: str) -> float:
+    if not _float(name, raw, "seconds") >= 0:
+        raise SettingsError(name, f"must be 0 seconds or more, got {raw!r}")
+    return float(raw)
+
+
+def _phi(name: str, raw: str) -> float:
+    if not 0 < _float(name, raw, "a number") < 1000:
+        raise SettingsError(name, f"must be between 0 and 1000, got {raw!r}")
+    return float(raw)
 
 
 def _positive_int(name: str, raw: str) -> int:
@@ -74,6 +99,19 @@ def _hosts(name: str, raw: str) -> frozenset[str]:
     return frozenset(h.strip().lower() for h in raw.split(",") if h.strip())
 
 
+def _networks(name: str, raw: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    try:
+        return tuple(
+            ipaddress.ip_network(part.strip(), strict=False)
+            for part in raw.split(",")
+            if part.strip()
+        )
+    except ValueError as error:
+        raise SettingsError(
+            name, f"expected networks like 10.0.0.0/8, got {raw!r} ({error})"
+        ) from None
+
+
 def _text(name: str, raw: str) -> str:
     if not raw.strip():
         raise SettingsError(name, "must not be empty")
@@ -87,11 +125,16 @@ _VARIABLES = {
     "BLACKWIDOW_ADMIN_TOKEN": ("admin_token", _text),
     "BLACKWIDOW_CLUSTER_SECRET": ("cluster_secret", _text),
     "BLACKWIDOW_POLL_INTERVAL": ("poll_interval", _seconds),
-    "BLACKWIDOW_NODE_DEAD_AFTER": ("node_dead_after", _seconds),
+    "BLACKWIDOW_PHI_SUSPECT": ("phi_suspect", _phi),
+    "BLACKWIDOW_PHI_DEAD": ("phi_dead", _phi),
+    "BLACKWIDOW_PHI_MIN_STD": ("phi_min_std", _seconds),
+    "BLACKWIDOW_ACCEPTABLE_PAUSE": ("acceptable_pause", _pause),
+    "BLACKWIDOW_PHI_WINDOW": ("phi_window", _positive_int),
     "BLACKWIDOW_ORPHAN_AFTER": ("orphan_after", _seconds),
     "BLACKWIDOW_DETACH_AFTER": ("detach_after", _seconds),
     "BLACKWIDOW_ROUTING": ("routing", _choice),
     "BLACKWIDOW_FETCH_ALLOW": ("fetch_allow", _hosts),
+    "BLACKWIDOW_NODE_NETWORKS": ("node_networks", _networks),
     "BLACKWIDOW_FEED_INTERVAL": ("feed_interval", _seconds),
     "BLACKWIDOW_NODE_CAPACITY": ("node_capacity", _positive_int),
     "BLACKWIDOW_REDIS_URL": ("redis_url", _text),
@@ -108,4 +151,13 @@ def from_env(environ: Mapping[str, str] | None = None) -> Settings:
         for name, (attribute, parse) in _VARIABLES.items()
         if name in environ
     }
-    return Settings(**values)
+    settings = Settings(**values)
+    if settings.phi_suspect > settings.phi_dead:
+        raise SettingsError(
+            "BLACKWIDOW_PHI_SUSPECT",
+            f"must not exceed BLACKWIDOW_PHI_DEAD ({settings.phi_dead:g}), "
+            f"got {settings.phi_suspect:g}",
+        )
+    if settings.phi_window < 2:
+        raise SettingsError("BLACKWIDOW_PHI_WINDOW", "must be at least 2")
+    return settings

@@ -28,7 +28,7 @@ def _environment(workdir: Path) -> dict[str, str]:
         "BLACKWIDOW_ADMIN_TOKEN": secrets.token_urlsafe(24),
         "BLACKWIDOW_CLUSTER_SECRET": secrets.token_urlsafe(24),
         "BLACKWIDOW_POLL_INTERVAL": POLL_INTERVAL,
-        "BLACKWIDOW_NODE_DEAD_AFTER": "5",
+        "BLACKWIDOW_ACCEPTABLE_PAUSE": "2",
         "BLACKWIDOW_ORPHAN_AFTER": "15",
         "BLACKWIDOW_DETACH_AFTER": "30",
         "BLACKWIDOW_FEED_INTERVAL": "2",

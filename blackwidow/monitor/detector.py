@@ -1,11 +1,27 @@
-"""Failure detection: decides from poll answers whether a node is dead. Pure.
+"""Failure detection: the phi-accrual detector (seed 000; as in Cassandra and Akka). Pure.
 
-The hub asks only through ``FailureDetector``, so a phi-accrual detector
-(seed 000) can replace ``DeadAfterDetector`` without touching its callers.
-Time is passed in as float seconds; nothing here reads a clock.
+Instead of a fixed silence rule, each node's poll answers are a heartbeat: the detector keeps
+a window of their inter-arrival times and, at any moment, gives ``phi``: how unlikely the
+current silence is under that history (phi 1 = a 10% chance the node is merely slow, phi 8 =
+one in 10^8). A node that always answers at a steady rhythm is judged quickly; one with a
+jittery history gets more patience. Time is passed in as float seconds; nothing here reads a
+clock, so unit tests script heartbeat times.
 """
 
+from __future__ import annotations
+
+import math
+import statistics
+from collections import deque
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol, runtime_checkable
+
+
+class Verdict(StrEnum):
+    ALIVE = "alive"
+    SUSPECT = "suspect"  # shown to support staff; the node keeps its crawlers
+    DEAD = "dead"  # its crawlers are reassigned
 
 
 @runtime_checkable
@@ -15,41 +31,76 @@ class FailureDetector(Protocol):
     def heartbeat(self, node_id: int, at: float) -> None:
         """Record a successful poll answer from the node at time ``at``."""
 
-    def is_dead(self, node_id: int, now: float) -> bool:
-        """Whether the node should be declared dead at ``now``."""
+    def verdict(self, node_id: int, now: float) -> Verdict:
+        """Whether the node is alive, suspect or dead at ``now``."""
 
     def forget(self, node_id: int) -> None:
         """Drop the node's history (it left, or was declared dead and removed)."""
 
 
-class DeadAfterDetector:
-    """A node is dead when it has been silent for more than ``dead_after`` seconds.
+@dataclass(frozen=True)
+class PhiSettings:
+    suspect_phi: float = 3.0
+    dead_phi: float = 8.0  # Cassandra's phi_convict_threshold and Akka's default
+    min_std: float = 0.2  # seconds; a perfectly steady history must not make phi explode
+    acceptable_pause: float = 3.0  # seconds of extra silence tolerated (GC, a slow cycle)
+    window: int = 100  # inter-arrival times kept per node
+    first_interval: float = 2.0  # expected seconds between heartbeats before any are seen
 
-    Silence is counted from the latest of: ``started_at`` (a freshly started hub
-    gives every node the benefit of the doubt, even one whose last heartbeat,
-    restored from SQL, predates the restart), the node's latest heartbeat, and
-    the first time it was asked about. A node with no history, never seen or
-    forgotten, is therefore treated as newly seen by the first ``is_dead`` call
-    that names it: it is not declared dead on sight, and if it never answers it
-    dies ``dead_after`` seconds later.
+    def __post_init__(self) -> None:
+        if not 0 < self.suspect_phi <= self.dead_phi:
+            raise ValueError("need 0 < suspect_phi <= dead_phi")
+        if self.min_std <= 0 or self.acceptable_pause < 0 or self.first_interval <= 0:
+            raise ValueError("min_std and first_interval must be positive, the pause not negative")
+        if self.window < 2:
+            raise ValueError("window must keep at least 2 intervals")
+
+
+class _History:
+    def __init__(self, last: float, settings: PhiSettings) -> None:
+        self.last = last
+        self.intervals: deque[float] = deque(maxlen=settings.window)
+        # seed as Akka does: the expected interval, give or take a quarter of it
+        spread = settings.first_interval / 4
+        self.intervals.extend([settings.first_interval - spread, settings.first_interval + spread])
+
+
+class PhiAccrualDetector:
+    """Phi from a normal distribution fitted to each node's recent inter-arrival times.
+
+    Silence is counted from the latest of ``started_at`` (a freshly started hub gives every
+    node the benefit of the doubt, even one whose last answer predates the restart), the
+    node's latest heartbeat, and the first time it was asked about, so a node never heard
+    from is not condemned on sight.
     """
 
-    def __init__(self, dead_after: float, started_at: float) -> None:
-        if dead_after <= 0:
-            raise ValueError(f"dead_after must be positive seconds, got {dead_after!r}")
-        self._dead_after = dead_after
+    def __init__(self, settings: PhiSettings, started_at: float) -> None:
+        self._settings = settings
         self._started_at = started_at
-        self._silent_since: dict[int, float] = {}
+        self._nodes: dict[int, _History] = {}
 
     def heartbeat(self, node_id: int, at: float) -> None:
-        """Keep the latest answer; a late-delivered older one cannot make a node look staler."""
-        self._silent_since[node_id] = max(at, self._silent_since.get(node_id, at))
+        history = self._nodes.get(node_id)
+        if history is None:
+            self._nodes[node_id] = _History(at, self._settings)
+        elif at > history.last:  # a late-delivered older answer cannot make a node look staler
+            history.intervals.append(at - history.last)
+            history.last = at
 
-    def is_dead(self, node_id: int, now: float) -> bool:
-        """Dead strictly after ``dead_after`` of silence; a heartbeat afterwards revives it."""
-        since = self._silent_since.setdefault(node_id, now)
-        return now - max(since, self._started_at) > self._dead_after
+    def phi(self, node_id: int, now: float) -> float:
+        history = self._nodes.setdefault(node_id, _History(now, self._settings))
+        elapsed = now - max(history.last, self._started_at)
+        mean = statistics.fmean(history.intervals) + self._settings.acceptable_pause
+        std = max(statistics.pstdev(history.intervals), self._settings.min_std)
+        later = 0.5 * math.erfc((elapsed - mean) / (std * math.sqrt(2)))  # P(a beat still comes)
+        return -math.log10(later) if later > 0 else math.inf
+
+    def verdict(self, node_id: int, now: float) -> Verdict:
+        phi = self.phi(node_id, now)
+        if phi >= self._settings.dead_phi:
+            return Verdict.DEAD
+        return Verdict.SUSPECT if phi >= self._settings.suspect_phi else Verdict.ALIVE
 
     def forget(self, node_id: int) -> None:
-        """The node starts afresh: from its next heartbeat or the next ``is_dead`` naming it."""
-        self._silent_since.pop(node_id, None)
+        """The node starts afresh: from its next heartbeat or the next question about it."""
+        self._nodes.pop(node_id, None)

@@ -16,11 +16,23 @@ from sqlalchemy.orm import Session, sessionmaker
 from blackwidow.models import utcnow
 from blackwidow.monitor import leader
 from blackwidow.monitor.cycle import Monitor
-from blackwidow.monitor.detector import DeadAfterDetector
+from blackwidow.monitor.detector import PhiAccrualDetector, PhiSettings
 from blackwidow.monitor.node_client import NodeClient
 from blackwidow.settings import Settings
 
 log = logging.getLogger(__name__)
+
+
+def phi_settings(settings: Settings) -> PhiSettings:
+    """The detector's settings; until a node has answered, polls are expected every interval."""
+    return PhiSettings(
+        suspect_phi=settings.phi_suspect,
+        dead_phi=settings.phi_dead,
+        min_std=settings.phi_min_std,
+        acceptable_pause=settings.acceptable_pause,
+        window=settings.phi_window,
+        first_interval=settings.poll_interval,
+    )
 
 
 class MonitorLoop(threading.Thread):
@@ -38,11 +50,16 @@ class MonitorLoop(threading.Thread):
         settings = self._settings
         return Monitor(
             sessions=self._sessions,
-            client=NodeClient(settings.cluster_secret, timeout=max(1.0, settings.poll_interval)),
-            detector=DeadAfterDetector(settings.node_dead_after, started_at=time.monotonic()),
+            client=NodeClient(
+                settings.cluster_secret,
+                timeout=max(1.0, settings.poll_interval),
+                networks=settings.node_networks,
+            ),
+            detector=PhiAccrualDetector(phi_settings(settings), started_at=time.monotonic()),
             routing=settings.routing,
             lease_horizon=3 * settings.poll_interval,
             clock=time.monotonic,
+            probe_dead_for=2 * settings.detach_after,
         )
 
     def _lead(self) -> bool:

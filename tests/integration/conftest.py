@@ -19,7 +19,8 @@ from tests.support import wait_until
 
 FAST_TIMERS = {
     "BLACKWIDOW_POLL_INTERVAL": "0.5",
-    "BLACKWIDOW_NODE_DEAD_AFTER": "2",
+    "BLACKWIDOW_ACCEPTABLE_PAUSE": "1",  # with phi: a node silent ~2 s is declared dead
+    "BLACKWIDOW_PHI_MIN_STD": "0.1",
     "BLACKWIDOW_ORPHAN_AFTER": "3",
     "BLACKWIDOW_DETACH_AFTER": "4",
     "BLACKWIDOW_FEED_INTERVAL": "0.3",

@@ -74,7 +74,7 @@ def test_killed_node_hands_its_crawlers_to_a_live_node(cluster):
     )
     MEASUREMENTS.append(
         f"kill -9 of a node -> its crawlers running elsewhere: {failover:.1f}s "
-        f"(poll 0.5s, node dead after 2s)"
+        f"(poll 0.5s, phi-accrual, acceptable pause 1s)"
     )
     assert c.call("GET", "/api/v1/nodes/count").json()["active"] == 2
 
@@ -139,7 +139,7 @@ def test_node_detaches_when_the_hub_is_gone_and_comes_back(cluster):
         f"hub down past detach_after (4s) -> node re-registered and crawling again: "
         f"{time.monotonic() - restarted_at:.1f}s after the hub restarted"
     )
-    assert c.get(token, crawler["id"])["state"] == "running"
+    wait_until(lambda: c.get(token, crawler["id"])["state"] == "running", what="running again")
 
 
 def test_bad_requests_get_clear_errors_over_http(cluster):

@@ -1,80 +1,94 @@
-"""Failure detection: scripted heartbeat times against DeadAfterDetector."""
+"""Failure detection: scripted heartbeat times against the phi-accrual detector.
+
+Settings used unless a test says otherwise: heartbeats expected every 1 s, 1 s of acceptable
+pause, a minimum standard deviation of 0.1 s, suspect at phi 3 and dead at phi 8. For a node
+with a perfectly steady 1 s rhythm phi reaches 3 after 2 + 3.09 * 0.1 = 2.31 s of silence and
+8 after 2 + 5.61 * 0.1 = 2.56 s (phi = -log10 of the normal tail beyond the silence).
+"""
+
+import math
 
 import pytest
 
-from blackwidow.monitor.detector import DeadAfterDetector, FailureDetector
+from blackwidow.monitor.detector import FailureDetector, PhiAccrualDetector, PhiSettings, Verdict
 
-# A script is a list of steps run in order against one detector:
-#   ("beat", node_id, at)            -> heartbeat
-#   ("dead", node_id, now, expected) -> assert is_dead(node_id, now) == expected
-#   ("forget", node_id)              -> forget
+SETTINGS = PhiSettings(
+    suspect_phi=3.0, dead_phi=8.0, min_std=0.1, acceptable_pause=1.0, window=10, first_interval=1.0
+)
+ALIVE, SUSPECT, DEAD = Verdict.ALIVE, Verdict.SUSPECT, Verdict.DEAD
+
+
+def steady(node_id: int, start: float, count: int, every: float = 1.0) -> list[tuple]:
+    return [("beat", node_id, start + n * every) for n in range(count)]
+
+
+# A script is a list of steps run in order against one detector started at t=100:
+#   ("beat", node_id, at)           -> heartbeat
+#   ("is", node_id, now, verdict)   -> assert verdict(node_id, now) == verdict
+#   ("forget", node_id)             -> forget
 SCRIPTS = {
-    "silent strictly more than dead_after is dead": [
-        ("beat", 1, 100.0),
-        ("dead", 1, 110.0, False),
-        ("dead", 1, 110.001, True),
+    "a steady node is alive, then suspect, then dead as silence grows": [
+        *steady(1, 100.0, 20),  # last beat at 119
+        ("is", 1, 121.2, ALIVE),
+        ("is", 1, 121.4, SUSPECT),
+        ("is", 1, 121.6, DEAD),
+    ],
+    "a jittery history earns more patience than a steady one": [
+        *[("beat", 2, 100.0 + 2.0 * n + (0.5 if n % 2 else 0.0)) for n in range(20)],
+        *steady(1, 100.0, 39),  # both last beat around 138
+        ("is", 1, 141.0, DEAD),
+        ("is", 2, 141.0, ALIVE),
     ],
     "each heartbeat restarts the silence": [
-        ("beat", 1, 100.0),
-        ("beat", 1, 108.0),
-        ("dead", 1, 115.0, False),
-        ("dead", 1, 118.5, True),
+        *steady(1, 100.0, 20),
+        ("is", 1, 121.2, ALIVE),
+        ("beat", 1, 120.0),  # on rhythm: the history stays steady
+        ("is", 1, 122.2, ALIVE),
+        ("is", 1, 122.7, DEAD),
     ],
     "a late older heartbeat does not age the node": [
-        ("beat", 1, 108.0),
-        ("beat", 1, 101.0),
-        ("dead", 1, 117.0, False),
+        *steady(1, 100.0, 20),
+        ("beat", 1, 110.0),
+        ("is", 1, 121.2, ALIVE),
     ],
     "a heartbeat after death revives the node": [
-        ("beat", 1, 100.0),
-        ("dead", 1, 120.0, True),
-        ("beat", 1, 121.0),
-        ("dead", 1, 125.0, False),
+        *steady(1, 100.0, 20),
+        ("is", 1, 130.0, DEAD),
+        ("beat", 1, 130.5),
+        ("is", 1, 131.0, ALIVE),
     ],
     "nodes are independent": [
-        ("beat", 1, 100.0),
-        ("beat", 2, 105.0),
-        ("dead", 1, 112.0, True),
-        ("dead", 2, 112.0, False),
+        *steady(1, 100.0, 10),
+        *steady(2, 105.0, 10),
+        ("is", 1, 112.0, DEAD),
+        ("is", 2, 112.0, ALIVE),
     ],
     "a heartbeat from before the hub started counts from started_at": [
         ("beat", 1, 50.0),
-        ("dead", 1, 105.0, False),
-        ("dead", 1, 110.0, False),
-        ("dead", 1, 111.0, True),
+        ("is", 1, 102.0, ALIVE),
+        ("is", 1, 104.0, DEAD),
     ],
-    "a never-seen node is not dead on sight at hub start": [
-        ("dead", 1, 100.0, False),
-        ("dead", 1, 110.0, False),
-        ("dead", 1, 110.5, True),
+    "a never-seen node is not dead on sight, and dies if it never answers": [
+        ("is", 7, 500.0, ALIVE),
+        ("is", 7, 502.0, ALIVE),
+        ("is", 7, 504.0, DEAD),
     ],
-    "a never-seen node counts from the first time it is asked about": [
-        ("dead", 7, 500.0, False),
-        ("dead", 7, 509.0, False),
-        ("dead", 7, 511.0, True),
-    ],
-    "a never-seen node counts from its first heartbeat": [
-        ("beat", 7, 500.0),
-        ("dead", 7, 505.0, False),
-        ("dead", 7, 511.0, True),
-    ],
-    "a forgotten node starts afresh at the next is_dead": [
-        ("beat", 1, 100.0),
-        ("dead", 1, 200.0, True),
+    "a forgotten node starts afresh at the next question": [
+        *steady(1, 100.0, 5),
+        ("is", 1, 200.0, DEAD),
         ("forget", 1),
-        ("dead", 1, 300.0, False),
-        ("dead", 1, 310.0, False),
-        ("dead", 1, 310.5, True),
+        ("is", 1, 300.0, ALIVE),
+        ("is", 1, 302.0, ALIVE),
+        ("is", 1, 304.0, DEAD),
     ],
-    "a forgotten node starts afresh at its next heartbeat": [
-        ("beat", 1, 120.0),
-        ("forget", 1),
-        ("beat", 1, 115.0),
-        ("dead", 1, 126.0, True),
+    "the window forgets an old jittery past": [
+        *[("beat", 1, 100.0 + 3.0 * n) for n in range(5)],  # 3 s intervals until 112
+        *steady(1, 113.0, 15),  # ten 1 s intervals now fill the window; last beat at 127
+        ("is", 1, 129.7, DEAD),
     ],
     "forgetting an unknown node is harmless": [
         ("forget", 9),
-        ("dead", 9, 100.0, False),
+        ("is", 9, 100.0, ALIVE),
     ],
 }
 
@@ -87,19 +101,48 @@ def run_script(detector: FailureDetector, script: list[tuple]) -> None:
             detector.forget(node_id)
         else:
             now, expected = rest
-            assert detector.is_dead(node_id, now) is expected, (step_number, node_id, now)
+            assert detector.verdict(node_id, now) is expected, (step_number, node_id, now)
 
 
 @pytest.mark.parametrize("script", SCRIPTS.values(), ids=SCRIPTS.keys())
-def test_dead_after_scripts(script):
-    run_script(DeadAfterDetector(dead_after=10.0, started_at=100.0), script)
+def test_scripts(script):
+    run_script(PhiAccrualDetector(SETTINGS, started_at=100.0), script)
+
+
+def test_phi_follows_the_normal_tail_of_the_history():
+    detector = PhiAccrualDetector(SETTINGS, started_at=0.0)
+    for step in steady(1, 0.0, 11):  # ten intervals of exactly 1 s: std falls back to 0.1
+        detector.heartbeat(1, step[2])
+    assert detector.phi(1, 12.0) == pytest.approx(math.log10(2))  # silence == mean + pause
+    assert detector.phi(1, 12.1) == pytest.approx(-math.log10(0.5 * math.erfc(1 / math.sqrt(2))))
+
+
+def test_phi_only_grows_with_silence_and_is_infinite_without_error():
+    detector = PhiAccrualDetector(SETTINGS, started_at=0.0)
+    for step in steady(1, 0.0, 11):
+        detector.heartbeat(1, step[2])
+    values = [detector.phi(1, 10.0 + tenth / 10) for tenth in range(0, 400)]
+    assert values == sorted(values)
+    assert detector.phi(1, 10_000.0) == math.inf
+    assert detector.verdict(1, 10_000.0) is DEAD
 
 
 def test_implements_the_protocol():
-    assert isinstance(DeadAfterDetector(dead_after=1.0, started_at=0.0), FailureDetector)
+    assert isinstance(PhiAccrualDetector(SETTINGS, started_at=0.0), FailureDetector)
 
 
-@pytest.mark.parametrize("dead_after", [0.0, -1.0])
-def test_dead_after_must_be_positive(dead_after):
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"suspect_phi": 9.0},
+        {"suspect_phi": 0.0},
+        {"min_std": 0.0},
+        {"acceptable_pause": -1.0},
+        {"first_interval": 0.0},
+        {"window": 1},
+    ],
+)
+def test_settings_are_checked(changes):
+    fields = {**SETTINGS.__dict__, **changes}
     with pytest.raises(ValueError):
-        DeadAfterDetector(dead_after=dead_after, started_at=0.0)
+        PhiSettings(**fields)

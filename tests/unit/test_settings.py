@@ -15,7 +15,7 @@ def test_empty_environ_gives_defaults():
         "sqlite:///blackwidow-items.db",
     )
     assert (settings.admin_token, settings.cluster_secret, settings.redis_url) == (None,) * 3
-    assert (settings.poll_interval, settings.node_dead_after) == (2.0, 10.0)
+    assert (settings.poll_interval, settings.phi_dead, settings.acceptable_pause) == (2.0, 8.0, 3.0)
     assert (settings.orphan_after, settings.detach_after, settings.feed_interval) == (
         30.0,
         60.0,
@@ -39,7 +39,11 @@ def test_unrelated_variables_are_ignored():
         ("BLACKWIDOW_CLUSTER_SECRET", "s3cret", "cluster_secret", "s3cret"),
         ("BLACKWIDOW_POLL_INTERVAL", "0.5", "poll_interval", 0.5),
         ("BLACKWIDOW_POLL_INTERVAL", "3", "poll_interval", 3.0),
-        ("BLACKWIDOW_NODE_DEAD_AFTER", "4.2", "node_dead_after", 4.2),
+        ("BLACKWIDOW_PHI_SUSPECT", "2.5", "phi_suspect", 2.5),
+        ("BLACKWIDOW_PHI_DEAD", "12", "phi_dead", 12.0),
+        ("BLACKWIDOW_PHI_MIN_STD", "0.05", "phi_min_std", 0.05),
+        ("BLACKWIDOW_ACCEPTABLE_PAUSE", "0", "acceptable_pause", 0.0),
+        ("BLACKWIDOW_PHI_WINDOW", "1000", "phi_window", 1000),
         ("BLACKWIDOW_ORPHAN_AFTER", "15", "orphan_after", 15.0),
         ("BLACKWIDOW_DETACH_AFTER", "90", "detach_after", 90.0),
         ("BLACKWIDOW_ROUTING", "rendezvous", "routing", "rendezvous"),
@@ -76,7 +80,13 @@ def test_each_variable_is_parsed(name, raw, attribute, expected):
         ("BLACKWIDOW_POLL_INTERVAL", "2s"),
         ("BLACKWIDOW_POLL_INTERVAL", ""),
         ("BLACKWIDOW_POLL_INTERVAL", "0"),
-        ("BLACKWIDOW_NODE_DEAD_AFTER", "-1"),
+        ("BLACKWIDOW_PHI_DEAD", "0"),
+        ("BLACKWIDOW_PHI_DEAD", "nan"),
+        ("BLACKWIDOW_PHI_SUSPECT", "9"),  # above the default dead threshold, 8
+        ("BLACKWIDOW_PHI_MIN_STD", "0"),
+        ("BLACKWIDOW_ACCEPTABLE_PAUSE", "-1"),
+        ("BLACKWIDOW_ACCEPTABLE_PAUSE", "inf"),
+        ("BLACKWIDOW_PHI_WINDOW", "1"),
         ("BLACKWIDOW_ORPHAN_AFTER", "0.0"),
         ("BLACKWIDOW_DETACH_AFTER", "nan"),
         ("BLACKWIDOW_FEED_INTERVAL", "-0.5"),
