@@ -7,13 +7,15 @@ import math
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from blackwidow.models import Crawler, Node, utcnow
+from blackwidow.models import LIVE_NODE_STATES, Crawler, Node, utcnow
 
 
 def register(session: Session, url: str, capacity: int) -> Node:
-    """Record a node as active; a node coming back with a known URL keeps its id.
+    """Record a node as active in a new generation; a known URL keeps its id.
 
-    Keeping the id keeps routing stable: a restarted node gets its crawlers back.
+    Keeping the id keeps routing stable: a restarted node gets its crawlers back. The new
+    generation fences off whatever answered at that URL before: hub calls still carrying
+    the old one are refused by the node.
     """
     node = session.scalar(select(Node).where(Node.url == url))
     if node is None:
@@ -21,6 +23,7 @@ def register(session: Session, url: str, capacity: int) -> Node:
         session.add(node)
     node.capacity = capacity
     node.state = "active"
+    node.generation = (node.generation or 0) + 1
     node.registered_at = utcnow()
     session.flush()
     return node
@@ -34,7 +37,7 @@ def count(session: Session) -> dict[str, int]:
     """Active nodes, and how many the enabled crawlers' distinct data sources call for."""
     active = session.execute(
         select(func.count(), func.coalesce(func.avg(Node.capacity), 0)).where(
-            Node.state == "active"
+            Node.state.in_(LIVE_NODE_STATES)
         )
     ).one()
     data_sources = session.scalar(

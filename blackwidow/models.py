@@ -75,6 +75,10 @@ class Crawler(Base):
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
 
 
+NODE_STATES = ("active", "suspect", "dead")
+LIVE_NODE_STATES = ("active", "suspect")  # a suspect node keeps its crawlers
+
+
 class Node(Base):
     """A spawn node, known by the URL it registered with."""
 
@@ -83,7 +87,10 @@ class Node(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     url: Mapped[str] = mapped_column(String(500), unique=True)
     capacity: Mapped[int] = mapped_column(default=100)
-    state: Mapped[str] = mapped_column(String(20), default="active")  # active | dead
+    state: Mapped[str] = mapped_column(String(20), default="active")  # see NODE_STATES
+    # bumped at each registration and when declared dead; every hub call carries it, so a
+    # node that was written off (or an older process at the same URL) cannot act on it
+    generation: Mapped[int] = mapped_column(default=0, server_default="0")
     registered_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
     last_polled_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     subscribers: Mapped[int] = mapped_column(default=0)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -86,11 +86,15 @@ def _normal_host(host: str) -> str:
     return host.lower().rstrip(".")
 
 
-def _guarded_adapter(allow_hosts: frozenset[str]) -> HTTPAdapter:
-    """An adapter that re-checks the address each connection really reached.
+PeerRefusal = Callable[[str, str], str | None]  # (host, connected address) -> reason or None
 
-    The pre-flight DNS check alone can be raced by a name that resolves differently a moment
-    later (DNS rebinding); checking the connected peer before any byte is sent closes that gap.
+
+def peer_checked_adapter(refusal: PeerRefusal) -> HTTPAdapter:
+    """An adapter that checks the address each connection really reached, before any byte.
+
+    A pre-flight DNS check alone can be raced by a name that resolves differently a moment
+    later (DNS rebinding); checking the connected peer closes that gap. A refused peer
+    raises FetchError. Also used by the hub for its calls to nodes.
     """
 
     def guarded(base: type[HTTPConnection]) -> type[HTTPConnection]:
@@ -102,7 +106,7 @@ def _guarded_adapter(allow_hosts: frozenset[str]) -> HTTPAdapter:
 
             def _new_conn(self) -> socket.socket:
                 sock = super()._new_conn()
-                reason = _refusal(self.host, [sock.getpeername()[0]], allow_hosts)
+                reason = refusal(self.host, sock.getpeername()[0])
                 if reason is not None:
                     sock.close()
                     raise FetchError(reason)
@@ -157,7 +161,9 @@ class GuardedFetcher:
         self._session = requests.Session()
         self._session.trust_env = False  # a proxy from the environment would bypass the guard
         self._session.headers["User-Agent"] = USER_AGENT
-        adapter = _guarded_adapter(self._allow_hosts)
+        adapter = peer_checked_adapter(
+            lambda host, address: _refusal(host, [address], self._allow_hosts)
+        )
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
 

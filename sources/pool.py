@@ -36,6 +36,7 @@ class DataSourcePool:
         self._lock = threading.RLock()
         self._sources: dict[str, _Shared] = {}
         self._subscribers: dict[int, tuple[str, Subscriber]] = {}
+        self.started = 0  # subscribers created so far; an update in place does not count
 
     def put(self, spec: SubscriberSpec, now: float) -> dict[str, Any]:
         """Create or update a subscriber. The same spec twice changes nothing."""
@@ -52,6 +53,7 @@ class DataSourcePool:
             if current:  # a new query means a new data source; the subscriber's count stays
                 to_stop += self._detach(spec.crawler_id)
             subscriber = Subscriber(spec, self._sink, confirmed_at=now, buffer=self._buffer)
+            self.started += 1
             shared, started = self._attach(key, spec, subscriber)
         self._stop_all(to_stop)
         if not started:

@@ -15,6 +15,7 @@ from sources.registry import SOURCE_TYPES
 from spawn.node import Node
 
 ASSIGNED_HEADER = "X-Blackwidow-Assigned"
+GENERATION_HEADER = "X-Blackwidow-Generation"
 MAX_REQUEST_BYTES = 1024 * 1024
 
 
@@ -53,6 +54,34 @@ def assigned_ids(header: str | None) -> list[int]:
         raise ApiError(400, "invalid", "not a list of crawler ids", ASSIGNED_HEADER) from None
 
 
+def check_generation(node: Node, header: str | None) -> None:
+    """Act only on hub calls made for this registration (the generation the hub gave it).
+
+    A newer generation means the hub wrote this node off (declared it dead, or another
+    process registered at this URL): it drops everything at once and registers again, so a
+    node cut off from the hub cannot keep crawlers that moved. An older one is a call the hub
+    made before the node registered again: refused, and otherwise ignored.
+    """
+    try:
+        called = int(header or "")
+    except ValueError:
+        raise ApiError(
+            400, "invalid", "a generation number is required", GENERATION_HEADER
+        ) from None
+    own = node.generation
+    if own is not None and called > own:
+        node.detach(f"the hub is at generation {called}, this node at {own}")
+    if own is None:
+        raise ApiError(409, "stale_generation", "node is not registered", GENERATION_HEADER)
+    if called != own:
+        raise ApiError(
+            409,
+            "stale_generation",
+            f"node is at generation {own}, call at {called}",
+            GENERATION_HEADER,
+        )
+
+
 def create_node_app(node: Node, cluster_secret: str | None) -> Flask:
     app = Flask("spawn")
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
@@ -62,6 +91,7 @@ def create_node_app(node: Node, cluster_secret: str | None) -> Flask:
     def _only_the_hub() -> None:
         if request.endpoint != "healthz":
             require_cluster(request.headers.get("Authorization"), cluster_secret)
+            check_generation(node, request.headers.get(GENERATION_HEADER))
 
     @app.put("/subscribers/<int:crawler_id>")
     def put_subscriber(crawler_id: int) -> ResponseReturnValue:
@@ -92,9 +122,11 @@ def create_node_app(node: Node, cluster_secret: str | None) -> Flask:
                 "status": "ok" if store_ok else "degraded",
                 "role": "node",
                 "node_id": node.node_id,
+                "generation": node.generation,
                 "registered": node.registered.is_set(),
                 "data_sources": node.pool.data_sources(),
                 "subscribers": len(statuses),
+                "subscribers_started": node.pool.started,  # steady across a hub restart
                 "held": sum(status["held"] for status in statuses),  # items waiting to be stored
             }
         )

@@ -27,16 +27,18 @@ class Node:
         self.clock = clock
         self.health = health  # what the node's sink says of its store and queue
         self.node_id: int | None = None
+        self.generation: int | None = None  # the hub's fencing number for this registration
         self.last_polled_at = clock()
         self._lock = threading.Lock()
         self.registered = threading.Event()
 
-    def mark_registered(self, node_id: int) -> None:
+    def mark_registered(self, node_id: int, generation: int) -> None:
         with self._lock:
             self.node_id = node_id
+            self.generation = generation
             self.last_polled_at = self.clock()  # detach_after counts from registration
         self.registered.set()
-        log.info("node registered node=%s", node_id)
+        log.info("node registered node=%s generation=%s", node_id, generation)
 
     def polled(self, assigned: Iterable[int]) -> None:
         """A poll from the hub: the node is attached, and these subscribers are still wanted."""
@@ -49,8 +51,10 @@ class Node:
         with self._lock:
             return self.clock() - self.last_polled_at
 
-    def detach(self) -> None:
-        """Cost safety when the hub is gone: drop every subscriber, then register again."""
-        log.warning("node detached node=%s silent_for=%.1fs", self.node_id, self.silent_for())
+    def detach(self, reason: str) -> None:
+        """Drop every subscriber, then register again: the hub is gone, or wrote us off."""
+        log.warning("node detached node=%s reason=%s", self.node_id, reason)
+        with self._lock:
+            self.generation = None
         self.registered.clear()
         self.pool.clear()

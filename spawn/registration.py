@@ -23,8 +23,8 @@ def backoff_delay(attempt: int, jitter: Callable[[], float] = random.random) -> 
     return doubling_delay(attempt + 1, first=FIRST_DELAY) * (0.5 + jitter() / 2)
 
 
-def register_once(hub_url: str, node_url: str, capacity: int, secret: str) -> int:
-    """One registration call; the hub's node id, or an exception."""
+def register_once(hub_url: str, node_url: str, capacity: int, secret: str) -> tuple[int, int]:
+    """One registration call; the hub's node id and generation, or an exception."""
     response = requests.post(
         f"{hub_url.rstrip('/')}/api/v1/nodes",
         json={"url": node_url, "capacity": capacity},
@@ -33,7 +33,8 @@ def register_once(hub_url: str, node_url: str, capacity: int, secret: str) -> in
         allow_redirects=False,
     )
     response.raise_for_status()
-    return int(response.json()["id"])
+    answer = response.json()
+    return int(answer["id"]), int(answer["generation"])
 
 
 def keep_registering(
@@ -46,7 +47,7 @@ def keep_registering(
             stop.wait(0.2)
             continue
         try:
-            node.mark_registered(register_once(hub_url, node_url, capacity, secret))
+            node.mark_registered(*register_once(hub_url, node_url, capacity, secret))
             attempt = 0
         except (requests.RequestException, ValueError, KeyError) as error:
             delay = backoff_delay(attempt)

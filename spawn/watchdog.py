@@ -17,7 +17,7 @@ def check(node: Node, orphan_after: float, detach_after: float) -> None:
     if not node.registered.is_set():
         return
     if node.silent_for() > detach_after:
-        node.detach()
+        node.detach(f"not polled for {node.silent_for():.1f}s")
         return
     for crawler_id in node.pool.orphans(node.clock(), orphan_after):
         log.warning("orphan subscriber dropped crawler=%s", crawler_id)

@@ -8,7 +8,7 @@ from flask import request
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from blackwidow import cluster
+from blackwidow import cluster, node_networks
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.schemas import NodeCount, NodeOut, NodeRegister, NodeRegistered
 from blackwidow.auth import require_admin
@@ -29,7 +29,9 @@ class Nodes(MethodView):
     @blp.arguments(NodeRegister)
     @blp.response(201, NodeRegistered)
     def post(self, data: dict[str, Any]) -> Node:
-        require_cluster(request.headers.get("Authorization"), hub().settings.cluster_secret)
+        settings = hub().settings
+        require_cluster(request.headers.get("Authorization"), settings.cluster_secret)
+        node_networks.check_registration(data["url"], settings.node_networks)
         with transaction() as session:
             return cluster.register(session, data["url"], data["capacity"])
 

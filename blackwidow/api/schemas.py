@@ -109,12 +109,14 @@ class NodeRegister(Schema):
 class NodeRegistered(Schema):
     id = fields.Integer()
     url = fields.String()
+    generation = fields.Integer()  # hub calls to the node carry it; the node checks them by it
 
 
 class NodeOut(Schema):
     id = fields.Integer()
     url = fields.String()
-    state = fields.String()
+    state = fields.String()  # active | suspect | dead
+    generation = fields.Integer()
     subscribers = fields.Integer()
     data_sources = fields.Integer()
     last_polled_at = fields.DateTime(allow_none=True)

@@ -9,14 +9,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from blackwidow.models import Assignment, Crawler, Node, utcnow
+from blackwidow.models import LIVE_NODE_STATES, Assignment, Crawler, Node, utcnow
 from blackwidow.monitor import leases
-from blackwidow.monitor.detector import FailureDetector
-from blackwidow.monitor.node_client import NodeClient, NodeRejected, NodeUnreachable
+from blackwidow.monitor.detector import FailureDetector, Verdict
+from blackwidow.monitor.node_client import (
+    NodeClient,
+    NodeRejected,
+    NodeStale,
+    NodeTarget,
+    NodeUnreachable,
+)
 from blackwidow.monitor.poller import NodeReport, poll_all
 from blackwidow.monitor.reload import Plan, plan_reload
 from blackwidow.monitor.routing import assign
@@ -45,6 +52,7 @@ class Monitor:
         routing: str,
         lease_horizon: float,
         clock: Callable[[], float],
+        probe_dead_for: float,
     ) -> None:
         self._sessions = sessions
         self._client = client
@@ -52,46 +60,84 @@ class Monitor:
         self._routing = routing
         self._lease_horizon = lease_horizon
         self._clock = clock
+        self._probe_dead_for = probe_dead_for
         self._node_set: frozenset[int] | None = None
         self._samples: dict[int, tuple[int, float]] = {}  # crawler -> (count, at)
 
     def run_cycle(self) -> None:
         with self._sessions.begin() as session:
-            nodes = list(session.execute(select(Node.id, Node.url).where(Node.state == "active")))
+            targets, probes = self._targets(session)
             assigned = _assigned_by_node(session)
-        reports = poll_all(self._client, [(n.id, n.url) for n in nodes], assigned)
+        reports = poll_all(self._client, [*targets.values(), *probes], assigned)
+        for probe in probes:  # a dead node's answer is not a heartbeat: it only fences it
+            reports.pop(probe.id, None)
         with self._sessions.begin() as session:
-            live = self._record_polls(session, reports)
+            live = self._record_polls(session, reports, targets)
             desired = self._desired(session, live)
         reported = {node: report.digests() for node, report in reports.items() if report}
         unknown = {node for node, report in reports.items() if report is None}
         held = {c for digests in reported.values() for c in digests}
         held |= {c for node in unknown for c in assigned.get(node, [])}
-        outcome = self._execute(plan_reload(desired, reported), {n.id: n.url for n in nodes})
+        outcome = self._execute(plan_reload(desired, reported), targets)
         with self._sessions.begin() as session:
             confirmed = _confirmed(desired, reported, outcome)
             _save_assignments(session, desired, confirmed, unknown)
             _record_states(session, confirmed, held, outcome)
 
+    def _targets(self, session: Session) -> tuple[dict[int, NodeTarget], list[NodeTarget]]:
+        """Live nodes to poll, and recently dead ones to probe.
+
+        A node written off while only partitioned may still be crawling. Its probe carries
+        the generation it was declared dead in, newer than its own, so as soon as it can be
+        reached again it drops everything and registers anew (within one cycle of the heal,
+        not after its own detach timer). After `probe_dead_for` it has detached by itself.
+        """
+        recent = utcnow() - timedelta(seconds=self._probe_dead_for)
+        rows = session.execute(
+            select(Node.id, Node.url, Node.generation, Node.state).where(
+                Node.state.in_(LIVE_NODE_STATES)
+                | ((Node.state == "dead") & (Node.last_polled_at > recent))
+            )
+        )
+        targets, probes = {}, []
+        for row in rows:
+            target = NodeTarget(row.id, row.url, row.generation)
+            if row.state == "dead":
+                probes.append(target)
+            else:
+                targets[row.id] = target
+        return targets, probes
+
     # -- record what the nodes said -------------------------------------------------------
 
-    def _record_polls(self, session: Session, reports: dict[int, NodeReport | None]) -> list[int]:
-        """Update nodes and crawlers from the poll; declare the silent dead. Live node ids."""
+    def _record_polls(
+        self,
+        session: Session,
+        reports: dict[int, NodeReport | None],
+        targets: dict[int, NodeTarget],
+    ) -> list[int]:
+        """Update nodes and crawlers from the poll; judge the silent ones. Live node ids."""
         now = self._clock()
         for node_id, report in reports.items():
             node = session.get(Node, node_id)
-            if node is None:
-                continue
+            if node is None or node.generation != targets[node_id].generation:
+                continue  # it registered again meanwhile: judge the new generation next cycle
             if report is not None:
                 self._detector.heartbeat(node_id, now)
+                node.state = "active"
                 node.last_polled_at = utcnow()
                 node.subscribers = len(report.subscribers)
                 node.data_sources = len(report.data_sources)
                 for status in report.subscribers:
                     self._record_status(session, status, now)
-            elif self._detector.is_dead(node_id, now):
+                continue
+            verdict = self._detector.verdict(node_id, now)
+            if verdict is Verdict.DEAD:
                 self._declare_dead(session, node)
-        live = sorted(session.scalars(select(Node.id).where(Node.state == "active")))
+            elif node.state != verdict_state(verdict):
+                log.warning("node %s node=%s url=%s", verdict.value, node.id, node.url)
+                node.state = verdict_state(verdict)
+        live = sorted(session.scalars(select(Node.id).where(Node.state.in_(LIVE_NODE_STATES))))
         if frozenset(live) != self._node_set:
             log.info("hard reload nodes=%s", live)
             self._node_set = frozenset(live)
@@ -115,6 +161,7 @@ class Monitor:
     def _declare_dead(self, session: Session, node: Node) -> None:
         log.warning("node declared dead node=%s url=%s", node.id, node.url)
         node.state = "dead"
+        node.generation += 1  # fences the old generation off (see _targets)
         self._detector.forget(node.id)
         session.execute(delete(Assignment).where(Assignment.node_id == node.id))
 
@@ -133,21 +180,27 @@ class Monitor:
 
     # -- act -------------------------------------------------------------------------------
 
-    def _execute(self, plan: Plan, urls: dict[int, str]) -> Outcome:
+    def _execute(self, plan: Plan, targets: dict[int, NodeTarget]) -> Outcome:
         outcome = Outcome()
         for node_id, crawler_id in plan.removals:
             try:
-                self._client.remove(urls[node_id], crawler_id)
-            except (NodeUnreachable, NodeRejected) as error:
+                self._client.remove(targets[node_id], crawler_id)
+            except (NodeUnreachable, NodeRejected, NodeStale) as error:
                 log.info("remove failed node=%s crawler=%s error=%s", node_id, crawler_id, error)
         for node_id, spec in plan.pushes:
             try:
-                outcome.acked[spec.crawler_id] = (node_id, self._client.push(urls[node_id], spec))
+                status = self._client.push(targets[node_id], spec)
+                outcome.acked[spec.crawler_id] = (node_id, status)
             except NodeRejected as error:
                 outcome.rejected[spec.crawler_id] = str(error)
-            except NodeUnreachable as error:
+            except (NodeUnreachable, NodeStale) as error:
                 log.info("push failed node=%s crawler=%s error=%s", node_id, spec.crawler_id, error)
         return outcome
+
+
+def verdict_state(verdict: Verdict) -> str:
+    """The node state a live verdict shows as."""
+    return "suspect" if verdict is Verdict.SUSPECT else "active"
 
 
 def _record_states(

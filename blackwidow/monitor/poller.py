@@ -8,7 +8,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from blackwidow.monitor.node_client import NodeClient, NodeRejected, NodeUnreachable
+from blackwidow.monitor.node_client import (
+    NodeClient,
+    NodeRejected,
+    NodeStale,
+    NodeTarget,
+    NodeUnreachable,
+)
 
 log = logging.getLogger(__name__)
 
@@ -24,24 +30,23 @@ class NodeReport:
         return {int(s["crawler_id"]): str(s["digest"]) for s in self.subscribers}
 
 
-def _poll(client: NodeClient, url: str, assigned: list[int]) -> NodeReport | None:
+def _poll(client: NodeClient, node: NodeTarget, assigned: list[int]) -> NodeReport | None:
     try:
-        answer = client.poll(url, assigned)
+        answer = client.poll(node, assigned)
         return NodeReport(list(answer["subscribers"]), list(answer["data_sources"]))
-    except (NodeUnreachable, NodeRejected, KeyError, TypeError) as error:
-        log.info("poll failed url=%s error=%s", url, error)
+    except (NodeUnreachable, NodeRejected, NodeStale, KeyError, TypeError) as error:
+        log.info("poll failed node=%s url=%s error=%s", node.id, node.url, error)
         return None
 
 
 def poll_all(
-    client: NodeClient, nodes: Sequence[tuple[int, str]], assigned: Mapping[int, list[int]]
+    client: NodeClient, nodes: Sequence[NodeTarget], assigned: Mapping[int, list[int]]
 ) -> dict[int, NodeReport | None]:
-    """node id -> its report, or None when it did not answer."""
+    """node id -> its report, or None when it gave no usable answer."""
     if not nodes:
         return {}
     with ThreadPoolExecutor(min(MAX_PARALLEL_POLLS, len(nodes))) as pool:
         futures = {
-            node_id: pool.submit(_poll, client, url, assigned.get(node_id, []))
-            for node_id, url in nodes
+            node.id: pool.submit(_poll, client, node, assigned.get(node.id, [])) for node in nodes
         }
         return {node_id: future.result() for node_id, future in futures.items()}

@@ -16,12 +16,13 @@ from sources.model import SubscriberSpec
 from sources.pool import DataSourcePool
 from sources.registry import SourceContext, opener
 from spawn import watchdog
-from spawn.app import ASSIGNED_HEADER, create_node_app
+from spawn.app import ASSIGNED_HEADER, GENERATION_HEADER, create_node_app
 from spawn.node import Node
 from tests.support import FakeClock
 
 SECRET = "cluster-secret-for-node-tests"
-AUTH = {"Authorization": f"Bearer {SECRET}"}
+GENERATION = 3
+AUTH = {"Authorization": f"Bearer {SECRET}", GENERATION_HEADER: str(GENERATION)}
 FEED_INTERVAL = 0.1
 ORPHAN_AFTER = 10.0
 DETACH_AFTER = 30.0
@@ -38,7 +39,9 @@ def node(tmp_path, clock: FakeClock) -> Iterator[Node]:
     store = SqliteStore(str(tmp_path / "items.db"))
     fetcher = GuardedFetcher(allow_hosts=LOOPBACK, deadline=5.0)
     pool = DataSourcePool(opener(SourceContext(fetcher, FEED_INTERVAL)), store)
-    yield Node(pool, clock)
+    node = Node(pool, clock)
+    node.mark_registered(7, GENERATION)
+    yield node
     pool.clear()
     store.close()
 
@@ -195,7 +198,6 @@ def test_a_body_that_is_not_a_json_object_is_refused(
 def test_a_poll_confirms_the_assigned_subscribers_and_the_watchdog_drops_the_rest(
     client: FlaskClient, node: Node, clock: FakeClock, feeds: FeedServer
 ) -> None:
-    node.mark_registered(7)
     url = feed(feeds, "news")
     for crawler_id in (1, 2, 3):
         put(client, spec_body(crawler_id, [url]))
@@ -226,7 +228,6 @@ def test_a_malformed_assigned_header_is_refused(
 def test_a_node_the_hub_stops_polling_detaches(
     client: FlaskClient, node: Node, clock: FakeClock, feeds: FeedServer
 ) -> None:
-    node.mark_registered(7)
     put(client, spec_body(1, [feed(feeds, "news")]))
 
     clock.now += DETACH_AFTER - 5
@@ -261,9 +262,68 @@ def test_healthz_lists_data_sources_with_their_subscriber_counts(
     assert response.status_code == 200
     health = response.json
     assert health["role"] == "node"
-    assert health["registered"] is False
+    assert health["registered"] is True
+    assert health["generation"] == GENERATION
+    assert health["subscribers_started"] == 3
     assert health["subscribers"] == 3
     assert {d["key"]: d["subscribers"] for d in health["data_sources"]} == {
         source_key("rss", {"feeds": shared}): 2,
         source_key("rss", {"feeds": alone}): 1,
     }
+
+
+@pytest.mark.parametrize("header", [None, "", "three", "3.0"])
+def test_a_call_without_a_generation_number_is_refused(
+    client: FlaskClient, node: Node, feeds: FeedServer, header: str | None
+) -> None:
+    headers = {"Authorization": AUTH["Authorization"]}
+    if header is not None:
+        headers[GENERATION_HEADER] = header
+
+    response = client.put(
+        "/subscribers/1", json=spec_body(1, [feed(feeds, "news")]), headers=headers
+    )
+
+    assert response.status_code == 400
+    assert response.json["error"]["field"] == GENERATION_HEADER
+    assert node.pool.statuses() == []
+
+
+def test_a_call_from_an_older_generation_is_refused_and_ignored(
+    client: FlaskClient, node: Node, feeds: FeedServer
+) -> None:
+    put(client, spec_body(1, [feed(feeds, "news")]))
+    older = {**AUTH, GENERATION_HEADER: str(GENERATION - 1)}
+
+    pushed = client.put("/subscribers/2", json=spec_body(2, [feed(feeds, "tech")]), headers=older)
+    removed = client.delete("/subscribers/1", headers=older)
+
+    assert (pushed.status_code, removed.status_code) == (409, 409)
+    assert pushed.json["error"]["code"] == "stale_generation"
+    assert crawler_ids(node) == {1}
+    assert node.registered.is_set()
+
+
+def test_a_call_from_a_newer_generation_makes_the_node_drop_everything_and_register_again(
+    client: FlaskClient, node: Node, feeds: FeedServer
+) -> None:
+    """The hub wrote this node off (declared it dead while it was cut off): it must stop."""
+    put(client, spec_body(1, [feed(feeds, "news")]))
+
+    response = client.get("/subscribers", headers={**AUTH, GENERATION_HEADER: str(GENERATION + 1)})
+
+    assert response.status_code == 409
+    assert node.pool.statuses() == [] and node.pool.data_sources() == []
+    assert not node.registered.is_set() and node.generation is None
+    assert client.get("/subscribers", headers=AUTH).status_code == 409  # until it registers
+
+
+def test_an_unregistered_node_refuses_work(
+    client: FlaskClient, node: Node, feeds: FeedServer
+) -> None:
+    node.detach("test")
+
+    response = client.put("/subscribers/1", json=spec_body(1, [feed(feeds, "news")]), headers=AUTH)
+
+    assert response.status_code == 409
+    assert node.pool.statuses() == []

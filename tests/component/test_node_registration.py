@@ -1,0 +1,85 @@
+"""The hub as an SSRF path: node registration, generations, allowed networks, no redirects."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+
+import pytest
+from flask import Flask
+
+from blackwidow.app import create_app
+from blackwidow.monitor.node_client import NodeClient, NodeTarget, NodeUnreachable
+from tests.component.conftest import ADMIN, SECRET, bearer
+from tests.servers.hostile_http import HostileServer
+
+NODE_URL = "http://127.0.0.1:9999"
+
+
+def register(client, url: str = NODE_URL):
+    return client.post("/api/v1/nodes", json={"url": url}, headers=bearer(SECRET))
+
+
+def test_each_registration_gets_a_new_generation_for_the_same_node(client):
+    generations = [register(client).json["generation"] for _ in range(3)]
+
+    assert generations == sorted(set(generations)) and len(generations) == 3
+    listed = client.get("/api/v1/nodes", headers=bearer(ADMIN)).json
+    assert [(n["url"], n["generation"]) for n in listed] == [(NODE_URL, generations[-1])]
+
+
+@pytest.fixture
+def restricted(hub_app: Flask) -> Iterator[Flask]:
+    """The same hub, allowing node URLs only in 127.0.0.0/8 and 10.0.0.0/8."""
+    networks = tuple(ipaddress.ip_network(n) for n in ("127.0.0.0/8", "10.0.0.0/8"))
+    settings = hub_app.extensions["blackwidow"].settings.replace(node_networks=networks)
+    yield create_app(settings)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254",  # cloud metadata
+        "http://192.168.1.10:8000",
+        "http://[::1]:8000",  # loopback, but IPv6: not in the listed IPv4 networks
+        "http://no-such-host.invalid:8000",
+    ],
+)
+def test_node_urls_outside_the_configured_networks_are_refused(restricted: Flask, url: str):
+    client = restricted.test_client()
+
+    response = register(client, url)
+
+    assert response.status_code == 422
+    assert response.json["error"]["field"] == "url"
+    assert client.get("/api/v1/nodes", headers=bearer(ADMIN)).json == []
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8000", "http://10.1.2.3:8000", "http://localhost:8000"]
+)
+def test_node_urls_inside_the_configured_networks_are_accepted(restricted: Flask, url: str):
+    assert register(restricted.test_client(), url).status_code == 201
+
+
+def test_the_hub_never_follows_a_redirect_from_a_node() -> None:
+    with HostileServer() as server:
+        target = server.url("/rss")
+        node = NodeTarget(1, server.url(f"/redirect?to={target}"), generation=1)
+
+        with pytest.raises(NodeUnreachable, match="302"):
+            NodeClient(SECRET, timeout=5).poll(node, [])
+
+        assert len(server.requests_to("/redirect")) == 1
+        assert server.requests_to("/rss/subscribers") == server.requests_to("/rss") == []
+
+
+def test_the_hub_checks_the_address_it_connects_to() -> None:
+    """A node URL that resolved inside the networks at registration may not later lead out."""
+    with HostileServer() as server:
+        client = NodeClient(SECRET, timeout=5, networks=(ipaddress.ip_network("10.0.0.0/8"),))
+
+        with pytest.raises(NodeUnreachable, match="outside BLACKWIDOW_NODE_NETWORKS"):
+            client.poll(NodeTarget(1, server.base_url, generation=1), [])
+
+        assert server.requests_to("/subscribers") == []
