@@ -26,6 +26,7 @@ def detail(session: Session, store: Store, now: datetime) -> dict[str, Any]:
         "crawlers": _counts_by(session, Crawler.state),
         "monitor": {
             "leader": leading,
+            "holder": lock.holder if leading and lock else None,  # host:pid:id of the leader
             "last_cycle_at": lock.last_cycle_at.isoformat()
             if lock and lock.last_cycle_at
             else None,

@@ -7,6 +7,8 @@ starts with a fresh failure detector, which gives every node the benefit of the 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 import uuid
@@ -40,7 +42,8 @@ class MonitorLoop(threading.Thread):
         super().__init__(name="monitor", daemon=True)
         self._sessions = sessions
         self._settings = settings
-        self._holder = uuid.uuid4().hex
+        # host and pid tell support staff which process leads (GET /api/v1/health)
+        self._holder = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._stop = threading.Event()
         self._monitor: Monitor | None = None
         # a leader that stops renewing is replaced after a few missed cycles

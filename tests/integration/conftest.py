@@ -44,6 +44,7 @@ class Cluster:
         }
         self.nodes: list[processes.Running] = []
         self.hub: processes.Running | None = None
+        self.other_hubs: list[processes.Running] = []
         self.feeds = self._start("feeds", "blackwidow.demo.feed_server", "--port", "0")
 
     def _start(self, name: str, *args: str) -> processes.Running:
@@ -57,6 +58,12 @@ class Cluster:
     def start_hub(self, port: int = 0) -> processes.Running:
         self.hub = self._start("hub", "blackwidow", "hub", "--port", str(port))
         return self.hub
+
+    def add_hub(self) -> processes.Running:
+        """Another hub process on the same database (as a second host would be)."""
+        other = self._start(f"hub{len(self.other_hubs) + 2}", "blackwidow", "hub", "--port", "0")
+        self.other_hubs.append(other)
+        return other
 
     def add_node(self) -> processes.Running:
         name = f"node{len(self.nodes) + 1}"
@@ -112,7 +119,7 @@ class Cluster:
         return requests.get(f"{node.url}/healthz", timeout=5).json()
 
     def stop(self) -> None:
-        for process in [*self.nodes, self.hub, self.feeds]:
+        for process in [*self.nodes, self.hub, *self.other_hubs, self.feeds]:
             if process is not None:
                 process.stop()
 
@@ -137,6 +144,11 @@ def cluster(tmp_path: Path) -> Iterator[Callable[[int], Cluster]]:
     yield _start
     for running in started:
         running.stop()
+
+
+def post_numbers(items: list[dict[str, Any]]) -> list[int]:
+    """Feed entry numbers (the feed server's guids end in /<n>), in the order given."""
+    return [int(item["id"].rsplit("/", 1)[1]) for item in items]
 
 
 MEASUREMENTS: list[str] = []

@@ -17,7 +17,7 @@ import redis
 
 from blackwidow.queue import item_from_entry
 from blackwidow.queue.redis_stream import stream_key
-from tests.integration.conftest import MEASUREMENTS, Cluster
+from tests.integration.conftest import MEASUREMENTS, Cluster, post_numbers
 from tests.services.cassandra import Cassandra
 from tests.support import wait_until
 
@@ -41,11 +41,6 @@ def db_upgrade(store_url: str, workdir: Path) -> str:
 
 def fresh_keyspace_url(contact_points: str) -> str:
     return f"cassandra://{contact_points}/it_{uuid.uuid4().hex[:12]}?consistency=ONE"
-
-
-def post_numbers(items: list[dict[str, Any]]) -> list[int]:
-    """Feed entry numbers (the feed server's guids end in /<n>), in the order given."""
-    return [int(item["id"].rsplit("/", 1)[1]) for item in items]
 
 
 def test_items_reach_cassandra_and_the_redis_stream(
