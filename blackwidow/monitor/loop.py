@@ -44,7 +44,7 @@ class MonitorLoop(threading.Thread):
         self._settings = settings
         # host and pid tell support staff which process leads (GET /api/v1/health)
         self._holder = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         self._monitor: Monitor | None = None
         # a leader that stops renewing is replaced after a few missed cycles
         self._lock_ttl = 3 * settings.poll_interval + 1
@@ -84,18 +84,20 @@ class MonitorLoop(threading.Thread):
             leader.record_cycle(session, self._holder, utcnow(), time.monotonic() - started)
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             started = time.monotonic()
             try:
                 if self._lead():
                     self._cycle()
             except Exception:  # one bad cycle must not end the monitor
                 log.exception("monitor cycle failed")
-            self._stop.wait(max(0.0, self._settings.poll_interval - (time.monotonic() - started)))
+            self._stopping.wait(
+                max(0.0, self._settings.poll_interval - (time.monotonic() - started))
+            )
 
     def stop(self) -> None:
         """Stop and hand the lock over at once rather than letting it expire."""
-        self._stop.set()
+        self._stopping.set()
         self.join(timeout=10)
         with self._sessions.begin() as session:
             leader.release(session, self._holder)
