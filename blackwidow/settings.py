@@ -42,6 +42,7 @@ class Settings:
     fetch_allow: frozenset[str] = frozenset()
     node_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
     feed_interval: float = 60.0
+    fetch_deadline: float = 20.0  # seconds for a whole response, however slowly it trickles
     node_capacity: int = 100
     redis_url: str | None = field(default=None, repr=False)
     queue_maxlen: int = 100_000  # entries each crawler's stream keeps, trimmed approximately
@@ -136,6 +137,7 @@ _VARIABLES = {
     "BLACKWIDOW_FETCH_ALLOW": ("fetch_allow", _hosts),
     "BLACKWIDOW_NODE_NETWORKS": ("node_networks", _networks),
     "BLACKWIDOW_FEED_INTERVAL": ("feed_interval", _seconds),
+    "BLACKWIDOW_FETCH_DEADLINE": ("fetch_deadline", _seconds),
     "BLACKWIDOW_NODE_CAPACITY": ("node_capacity", _positive_int),
     "BLACKWIDOW_REDIS_URL": ("redis_url", _text),
     "BLACKWIDOW_QUEUE_MAXLEN": ("queue_maxlen", _positive_int),

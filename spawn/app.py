@@ -126,6 +126,7 @@ def create_node_app(node: Node, cluster_secret: str | None) -> Flask:
                 "registered": node.registered.is_set(),
                 "data_sources": node.pool.data_sources(),
                 "subscribers": len(statuses),
+                "crawlers": sorted(status["crawler_id"] for status in statuses),
                 "subscribers_started": node.pool.started,  # steady across a hub restart
                 "held": sum(status["held"] for status in statuses),  # items waiting to be stored
             }

@@ -27,7 +27,7 @@ def run_node(
     outbox = Outbox(queue, capacity=settings.node_buffer) if queue is not None else None
     sink = NodeSink(store, outbox)
     context = SourceContext(
-        fetcher=GuardedFetcher(allow_hosts=settings.fetch_allow),
+        fetcher=GuardedFetcher(allow_hosts=settings.fetch_allow, deadline=settings.fetch_deadline),
         feed_interval=settings.feed_interval,
     )
     pool = DataSourcePool(opener(context), sink, buffer=settings.node_buffer)

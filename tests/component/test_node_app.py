@@ -265,6 +265,7 @@ def test_healthz_lists_data_sources_with_their_subscriber_counts(
     assert health["registered"] is True
     assert health["generation"] == GENERATION
     assert health["subscribers_started"] == 3
+    assert health["crawlers"] == [1, 2, 3]
     assert health["subscribers"] == 3
     assert {d["key"]: d["subscribers"] for d in health["data_sources"]} == {
         source_key("rss", {"feeds": shared}): 2,

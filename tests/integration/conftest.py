@@ -7,6 +7,7 @@ failures, orphans and detaches happen within seconds.
 from __future__ import annotations
 
 import secrets
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -65,9 +66,15 @@ class Cluster:
         self.other_hubs.append(other)
         return other
 
-    def add_node(self) -> processes.Running:
+    def add_node(
+        self, hub_url: str | None = None, advertise_url: str | None = None, port: int = 0
+    ) -> processes.Running:
+        """A node; `hub_url` and `advertise_url` let a fault proxy sit on either path."""
         name = f"node{len(self.nodes) + 1}"
-        node = self._start(name, "blackwidow", "spawn", "--hub", self.hub_url, "--port", "0")
+        args = ["spawn", "--hub", hub_url or self.hub_url, "--port", str(port)]
+        if advertise_url:
+            args += ["--advertise-url", advertise_url]
+        node = self._start(name, "blackwidow", *args)
         self.nodes.append(node)
         return node
 
@@ -152,6 +159,7 @@ def post_numbers(items: list[dict[str, Any]]) -> list[int]:
 
 
 MEASUREMENTS: list[str] = []
+FAULT_TOTALS: Counter[str] = Counter()  # summed over the fault-injection scenarios
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -160,3 +168,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("measurements")
         for line in MEASUREMENTS:
             terminalreporter.write_line(line)
+    if FAULT_TOTALS:
+        terminalreporter.write_line(
+            "fault injection, all scenarios: "
+            + ", ".join(f"{name} {count}" for name, count in FAULT_TOTALS.items())
+        )

@@ -242,6 +242,11 @@ class FaultProxy:
         with self._lock:
             self._rules.append(rule)
 
+    def rules_left(self) -> int:
+        """Rules not yet used up: 0 once every injected fault has happened."""
+        with self._lock:
+            return len(self._rules)
+
     def clear(self) -> None:
         """Remove every rule; a partition stays until heal()."""
         with self._lock:

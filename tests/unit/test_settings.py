@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 
 from blackwidow.settings import Settings, SettingsError, from_env
+
+NETWORKS = (ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("127.0.0.1/32"))
 
 
 def test_empty_environ_gives_defaults():
@@ -49,6 +53,8 @@ def test_unrelated_variables_are_ignored():
         ("BLACKWIDOW_ROUTING", "rendezvous", "routing", "rendezvous"),
         ("BLACKWIDOW_ROUTING", "modulo", "routing", "modulo"),
         ("BLACKWIDOW_FEED_INTERVAL", "300", "feed_interval", 300.0),
+        ("BLACKWIDOW_FETCH_DEADLINE", "2.5", "fetch_deadline", 2.5),
+        ("BLACKWIDOW_NODE_NETWORKS", "10.0.0.0/8, 127.0.0.1", "node_networks", NETWORKS),
         ("BLACKWIDOW_NODE_CAPACITY", "7", "node_capacity", 7),
         ("BLACKWIDOW_QUEUE_MAXLEN", "5000", "queue_maxlen", 5000),
         (
@@ -90,6 +96,9 @@ def test_each_variable_is_parsed(name, raw, attribute, expected):
         ("BLACKWIDOW_ORPHAN_AFTER", "0.0"),
         ("BLACKWIDOW_DETACH_AFTER", "nan"),
         ("BLACKWIDOW_FEED_INTERVAL", "-0.5"),
+        ("BLACKWIDOW_FETCH_DEADLINE", "0"),
+        ("BLACKWIDOW_NODE_NETWORKS", "10.0.0.0/33"),
+        ("BLACKWIDOW_NODE_NETWORKS", "intranet"),
         ("BLACKWIDOW_ROUTING", "random"),
         ("BLACKWIDOW_ROUTING", "Modulo"),
         ("BLACKWIDOW_ROUTING", ""),
