@@ -5,6 +5,7 @@ Every figure measured here goes to the run's "measurements" section.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any
@@ -145,3 +146,18 @@ def test_a_killed_leader_hands_the_monitor_to_another_hub(
         f"two hubs on one database, leader kill -9 -> the other leads: {takeover:.1f}s "
         f"(lock ttl = 3 polls + 1s)"
     )
+
+
+def test_a_hub_stopped_cleanly_hands_the_lock_over_at_once(
+    cluster: Callable[..., Cluster],
+) -> None:
+    """SIGTERM releases the leader lock, so a standby takes over without waiting for expiry."""
+    c = cluster(0)
+    wait_until(lambda: monitor(c)["holder"], what="the hub to lead")
+
+    assert c.hub.stop() == 0
+
+    with sqlite3.connect(c.workdir / "hub.db") as db:
+        assert db.execute("SELECT holder, expires_at FROM monitor_lock").fetchall() == [
+            (None, None)
+        ]
