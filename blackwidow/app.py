@@ -10,6 +10,7 @@ from werkzeug.exceptions import HTTPException
 from blackwidow import db
 from blackwidow.api import conversations, crawlers, health, nodes, users
 from blackwidow.api.context import Hub
+from blackwidow.api.json_body import refuse_unreadable_json
 from blackwidow.api.schemas import ErrorOut
 from blackwidow.errors import error_body, http_error_response, register_error_handlers
 from blackwidow.settings import Settings
@@ -47,6 +48,7 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
     for blueprint in (health.blp, users.blp, crawlers.blp, conversations.blp, nodes.blp):
         api.register_blueprint(blueprint)
     register_error_handlers(app)
+    app.before_request(refuse_unreadable_json)
     app.register_error_handler(StoreUnavailable, _store_unavailable)
     return app
 
