@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from blackwidow.errors import ApiError
@@ -19,5 +20,8 @@ def create_user(session: Session, data: dict[str, Any]) -> tuple[User, str]:
     token = new_token()
     user = User(name=data["name"], item_limit=data.get("item_limit"), token_hash=hash_token(token))
     session.add(user)
-    session.flush()
+    try:
+        session.flush()
+    except IntegrityError:  # another request created the same name in between
+        raise ApiError(409, "conflict", f"a user named {data['name']!r} exists", "name") from None
     return user, token

@@ -18,6 +18,13 @@ from blackwidow.tokens import require_cluster
 blp = Blueprint("nodes", __name__, url_prefix="/api/v1/nodes", description="Spawn nodes")
 
 
+@blp.before_request
+def _registration_needs_the_secret_first() -> None:
+    """Authenticate a registration before its body is validated: strangers learn nothing."""
+    if request.method == "POST" and request.endpoint == "nodes.Nodes":
+        require_cluster(request.headers.get("Authorization"), hub().settings.cluster_secret)
+
+
 @blp.route("")
 class Nodes(MethodView):
     @blp.response(200, NodeOut(many=True))
@@ -29,9 +36,7 @@ class Nodes(MethodView):
     @blp.arguments(NodeRegister)
     @blp.response(201, NodeRegistered)
     def post(self, data: dict[str, Any]) -> Node:
-        settings = hub().settings
-        require_cluster(request.headers.get("Authorization"), settings.cluster_secret)
-        node_networks.check_registration(data["url"], settings.node_networks)
+        node_networks.check_registration(data["url"], hub().settings.node_networks)
         with transaction() as session:
             return cluster.register(session, data["url"], data["capacity"])
 

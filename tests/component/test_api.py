@@ -214,3 +214,87 @@ def test_openapi_description_is_served_from_the_schemas(client):
     )
     create = spec["paths"]["/api/v1/crawlers"]["post"]
     assert "requestBody" in create
+
+
+# Found while fuzzing the API (tests/component/test_fuzz.py): each was a 500 before.
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        (b'{"name": "n", "query": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", 400, None),
+        (b'{"name": "n", "item_limit": ' + b"9" * 5000 + b"}", 400, None),
+        (
+            b'{"name": "a\\ud800b", "source": "rss", "query": {"feeds": ["%s"]}}' % FEED.encode(),
+            422,
+            "name",
+        ),
+        (
+            b'{"name": "n", "source": "rss", "query": {"feeds": ["%s"], "keywords": ["\\udfff"]}}'
+            % FEED.encode(),
+            422,
+            "query.keywords.0",
+        ),
+        (
+            b'{"name": "n", "source": "rss", "query": {"feeds": ["https://example.com/\\ud800"]}}',
+            422,
+            "query.feeds.0",
+        ),
+    ],
+    ids=[
+        "nested past the recursion limit",
+        "5000 digits",
+        "surrogate name",
+        "surrogate keyword",
+        "surrogate feed",
+    ],
+)
+def test_json_python_or_sql_cannot_take_is_refused_naming_the_field(
+    client, make_user, body: bytes, status: int, field: str | None
+) -> None:
+    """Python's JSON decoder raises RecursionError or ValueError past its limits (webargs knew
+    only JSONDecodeError), and SQLite and PostgreSQL refuse to store a lone surrogate."""
+    token = make_user()["token"]
+    headers = {**bearer(token), "Content-Type": "application/json"}
+    response = client.post("/api/v1/crawlers", data=body, headers=headers)
+    assert response.status_code == status, response.json
+    assert response.json["error"]["code"] == "invalid"
+    assert response.json["error"]["field"] == field
+    assert client.get("/api/v1/crawlers", headers=bearer(token)).json == []
+
+
+def test_a_user_name_with_a_lone_surrogate_is_refused(client) -> None:
+    response = client.post(
+        "/api/v1/users",
+        data=b'{"name": "\\ud800"}',
+        headers={**bearer(ADMIN), "Content-Type": "application/json"},
+    )
+    assert response.status_code == 422 and response.json["error"]["field"] == "name"
+
+
+@pytest.mark.parametrize(
+    ("feed", "message"),
+    [
+        ("https://example.com:99999/feed.xml", "port out of range"),
+        ("https://reader:hunter2@example.com/feed.xml", "credentials"),
+    ],
+)
+def test_feed_urls_no_fetch_should_take_are_refused_on_create_and_change(
+    client, make_user, feed: str, message: str
+) -> None:
+    """The URL rule lets any digits through as a port, and credentials would show in logs."""
+    token = make_user()["token"]
+    bad = {"feeds": ["https://example.com/ok.xml", feed]}
+    created = client.post("/api/v1/crawlers", json={**rss(), "query": bad}, headers=bearer(token))
+    assert created.status_code == 422 and created.json["error"]["field"] == "query.feeds.1"
+    assert message in created.json["error"]["message"]
+    crawler = client.post("/api/v1/crawlers", json=rss(), headers=bearer(token)).json
+    url = f"/api/v1/crawlers/{crawler['id']}"
+    changed = client.patch(url, json={"query": bad}, headers=bearer(token))
+    assert changed.status_code == 422 and changed.json["error"]["field"] == "query.feeds.1"
+    assert client.get(url, headers=bearer(token)).json == crawler
+
+
+def test_node_registration_is_authenticated_before_its_body_is_read(client) -> None:
+    response = client.post("/api/v1/nodes", json={"url": "gopher://x", "capacity": -1})
+    assert response.status_code == 401 and response.json["error"]["field"] == "Authorization"
