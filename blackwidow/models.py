@@ -75,7 +75,6 @@ class Crawler(Base):
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
 
 
-NODE_STATES = ("active", "suspect", "dead")
 LIVE_NODE_STATES = ("active", "suspect")  # a suspect node keeps its crawlers
 
 
@@ -87,7 +86,7 @@ class Node(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     url: Mapped[str] = mapped_column(String(500), unique=True)
     capacity: Mapped[int] = mapped_column(default=100)
-    state: Mapped[str] = mapped_column(String(20), default="active")  # see NODE_STATES
+    state: Mapped[str] = mapped_column(String(20), default="active")  # active | suspect | dead
     # bumped at each registration and when declared dead; every hub call carries it, so a
     # node that was written off (or an older process at the same URL) cannot act on it
     generation: Mapped[int] = mapped_column(default=0, server_default="0")

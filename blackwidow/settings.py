@@ -63,21 +63,24 @@ def _float(name: str, raw: str, expected: str) -> float:
 
 
 def _seconds(name: str, raw: str) -> float:
-    if not _float(name, raw, "seconds") > 0:
+    value = _float(name, raw, "seconds")
+    if not value > 0:
         raise SettingsError(name, f"must be more than 0 seconds, got {raw!r}")
-    return float(raw)
+    return value
 
 
 def _pause(name: str, raw: str) -> float:
-    if not _float(name, raw, "seconds") >= 0:
+    value = _float(name, raw, "seconds")
+    if not value >= 0:
         raise SettingsError(name, f"must be 0 seconds or more, got {raw!r}")
-    return float(raw)
+    return value
 
 
 def _phi(name: str, raw: str) -> float:
-    if not 0 < _float(name, raw, "a number") < 1000:
+    value = _float(name, raw, "a number")
+    if not 0 < value < 1000:
         raise SettingsError(name, f"must be between 0 and 1000, got {raw!r}")
-    return float(raw)
+    return value
 
 
 def _positive_int(name: str, raw: str) -> int:

@@ -9,13 +9,12 @@ from flask.typing import ResponseReturnValue
 from marshmallow import Schema, ValidationError, fields, validate
 
 from blackwidow.errors import ApiError, invalid_input, register_error_handlers
+from blackwidow.node_protocol import ASSIGNED_HEADER, GENERATION_HEADER
 from blackwidow.tokens import require_cluster
 from sources.model import SubscriberSpec
 from sources.registry import SOURCE_TYPES
 from spawn.node import Node
 
-ASSIGNED_HEADER = "X-Blackwidow-Assigned"
-GENERATION_HEADER = "X-Blackwidow-Generation"
 MAX_REQUEST_BYTES = 1024 * 1024
 
 

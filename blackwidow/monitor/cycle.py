@@ -20,7 +20,6 @@ from blackwidow.monitor.detector import FailureDetector, Verdict
 from blackwidow.monitor.node_client import (
     NodeClient,
     NodeRejected,
-    NodeStale,
     NodeTarget,
     NodeUnreachable,
 )
@@ -134,9 +133,9 @@ class Monitor:
             verdict = self._detector.verdict(node_id, now)
             if verdict is Verdict.DEAD:
                 self._declare_dead(session, node)
-            elif node.state != verdict_state(verdict):
-                log.warning("node %s node=%s url=%s", verdict.value, node.id, node.url)
-                node.state = verdict_state(verdict)
+            elif node.state != (state := _shown_as(verdict)):
+                log.warning("node %s node=%s url=%s", state, node.id, node.url)
+                node.state = state
         live = sorted(session.scalars(select(Node.id).where(Node.state.in_(LIVE_NODE_STATES))))
         if frozenset(live) != self._node_set:
             log.info("hard reload nodes=%s", live)
@@ -185,7 +184,7 @@ class Monitor:
         for node_id, crawler_id in plan.removals:
             try:
                 self._client.remove(targets[node_id], crawler_id)
-            except (NodeUnreachable, NodeRejected, NodeStale) as error:
+            except (NodeUnreachable, NodeRejected) as error:
                 log.info("remove failed node=%s crawler=%s error=%s", node_id, crawler_id, error)
         for node_id, spec in plan.pushes:
             try:
@@ -193,12 +192,12 @@ class Monitor:
                 outcome.acked[spec.crawler_id] = (node_id, status)
             except NodeRejected as error:
                 outcome.rejected[spec.crawler_id] = str(error)
-            except (NodeUnreachable, NodeStale) as error:
+            except NodeUnreachable as error:
                 log.info("push failed node=%s crawler=%s error=%s", node_id, spec.crawler_id, error)
         return outcome
 
 
-def verdict_state(verdict: Verdict) -> str:
+def _shown_as(verdict: Verdict) -> str:
     """The node state a live verdict shows as."""
     return "suspect" if verdict is Verdict.SUSPECT else "active"
 

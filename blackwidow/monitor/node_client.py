@@ -13,11 +13,9 @@ from typing import Any
 import requests
 
 from blackwidow import node_networks
+from blackwidow.node_protocol import ASSIGNED_HEADER, GENERATION_HEADER
 from sources.fetcher import FetchError, peer_checked_adapter
 from sources.model import SubscriberSpec
-
-ASSIGNED_HEADER = "X-Blackwidow-Assigned"
-GENERATION_HEADER = "X-Blackwidow-Generation"
 
 
 @dataclass(frozen=True)
@@ -37,8 +35,9 @@ class NodeRejected(Exception):
     """The node answered 4xx: the spec itself is wrong, so retrying will not help."""
 
 
-class NodeStale(Exception):
-    """The node is in another generation than the call: one of the two is out of date."""
+class NodeStale(NodeUnreachable):
+    """The node is in another generation than the call: one of the two is out of date, so
+    this cycle has no usable answer from it."""
 
 
 class NodeClient:

@@ -11,7 +11,6 @@ from typing import Any
 from blackwidow.monitor.node_client import (
     NodeClient,
     NodeRejected,
-    NodeStale,
     NodeTarget,
     NodeUnreachable,
 )
@@ -34,7 +33,7 @@ def _poll(client: NodeClient, node: NodeTarget, assigned: list[int]) -> NodeRepo
     try:
         answer = client.poll(node, assigned)
         return NodeReport(list(answer["subscribers"]), list(answer["data_sources"]))
-    except (NodeUnreachable, NodeRejected, NodeStale, KeyError, TypeError) as error:
+    except (NodeUnreachable, NodeRejected, KeyError, TypeError) as error:
         log.info("poll failed node=%s url=%s error=%s", node.id, node.url, error)
         return None
 

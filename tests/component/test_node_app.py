@@ -9,6 +9,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from blackwidow.demo.feed_server import FeedServer
+from blackwidow.node_protocol import ASSIGNED_HEADER, GENERATION_HEADER
 from blackwidow.store.sqlite import SqliteStore
 from sources.fetcher import GuardedFetcher
 from sources.keys import source_key
@@ -16,7 +17,7 @@ from sources.model import SubscriberSpec
 from sources.pool import DataSourcePool
 from sources.registry import SourceContext, opener
 from spawn import watchdog
-from spawn.app import ASSIGNED_HEADER, GENERATION_HEADER, create_node_app
+from spawn.app import create_node_app
 from spawn.node import Node
 from tests.support import FakeClock
 

@@ -18,8 +18,6 @@ from blackwidow.demo import processes
 from tests.integration.conftest import Cluster
 from tests.support import wait_until
 
-GENERATION_HEADER = "X-Blackwidow-Generation"
-
 
 @dataclass
 class Answers:
