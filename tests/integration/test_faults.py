@@ -123,6 +123,13 @@ class FaultCluster:
                 found.setdefault(crawler_id, []).append(index)
         return found
 
+    def busiest(self, crawlers: list[int]) -> int:
+        """Once every crawler runs, the index of the node running most of them: routing may
+        leave a node empty, and faulting an empty node tests nothing."""
+        wait_until(lambda: set(crawlers) <= set(self.running()), what="every crawler running")
+        health = self.health()
+        return max(health, key=lambda index: len(health[index]["crawlers"]))
+
     def close(self) -> None:
         for proxy in self.proxies():
             proxy.close()
@@ -210,22 +217,22 @@ def duplicated_pushes(fc: FaultCluster, create: Callable[[], list[int]]) -> list
 
 def lost_poll_answers(fc: FaultCluster, create: Callable[[], list[int]]) -> list[int]:
     crawlers = create()
-    wait_until(lambda: set(crawlers) <= set(fc.running()), what="every crawler running")
-    fc.nodes[0].to_node.add("drop_response", "GET", "/subscribers", times=3)
-    wait_until(lambda: fc.nodes[0].to_node.rules_left() == 0, what="three lost poll answers")
+    victim = fc.nodes[fc.busiest(crawlers)].to_node
+    victim.add("drop_response", "GET", "/subscribers", times=3)
+    wait_until(lambda: victim.rules_left() == 0, what="three lost poll answers")
     return crawlers
 
 
 def partition_past_detach_after(fc: FaultCluster, create: Callable[[], list[int]]) -> list[int]:
     crawlers = create()
-    wait_until(lambda: fc.health()[0]["crawlers"], what="crawlers on the node to cut off")
-    fc.partition(0)
-    cut_off = fc.nodes[0].process.url
+    victim = fc.busiest(crawlers)
+    fc.partition(victim)
+    cut_off = fc.nodes[victim].process.url
     wait_until(
         lambda: not requests.get(f"{cut_off}/healthz", timeout=2).json()["registered"],
         what="the cut-off node to detach by itself",
     )
-    fc.heal(0)
+    fc.heal(victim)
     return crawlers
 
 
@@ -233,20 +240,20 @@ def partition_until_written_off(fc: FaultCluster, create: Callable[[], list[int]
     """Cut off long enough to be declared dead, healed before the node detaches by itself:
     the hub's probe, in the newer generation, must make it drop everything at once."""
     crawlers = create()
-    wait_until(lambda: set(crawlers) <= set(fc.running()), what="every crawler running")
-    node_id, stranded = fc.health()[0]["node_id"], fc.health()[0]["crawlers"]
-    fc.partition(0)
+    victim = fc.busiest(crawlers)
+    node_id, stranded = fc.health()[victim]["node_id"], fc.health()[victim]["crawlers"]
+    fc.partition(victim)
 
     def moved() -> bool:
         running = fc.running()
-        return all(set(running.get(c, [])) - {0} for c in stranded)
+        return all(set(running.get(c, [])) - {victim} for c in stranded)
 
     wait_until(
         lambda: node_state(fc, node_id) == "dead" and moved(),
         what="the hub to write the cut-off node off and move its crawlers",
     )
-    assert fc.health()[0]["registered"], "healed after the node's own detach timer"
-    fc.heal(0)
+    assert fc.health()[victim]["registered"], "healed after the node's own detach timer"
+    fc.heal(victim)
     return crawlers
 
 
@@ -257,8 +264,7 @@ def node_state(fc: FaultCluster, node_id: int) -> str:
 
 def node_restarted_at_the_same_url(fc: FaultCluster, create: Callable[[], list[int]]) -> list[int]:
     crawlers = create()
-    wait_until(lambda: fc.health()[0]["crawlers"], what="crawlers on the node to restart")
-    fc.restart(0)
+    fc.restart(fc.busiest(crawlers))
     return crawlers
 
 
