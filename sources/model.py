@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -47,6 +47,8 @@ class SubscriberSpec:
     `lease` is the user-budget ceiling: the crawler's total stored items may not exceed it
     (None when the user has no limit). `item_limit` is the crawler's own ceiling.
     `retention_days` is how long its items are kept (None: for ever).
+    `credential` is the secret of a credential the user stored on the hub, when the query
+    names one; None means the node's own credential of that name. It never reaches a repr.
     """
 
     crawler_id: int
@@ -56,6 +58,7 @@ class SubscriberSpec:
     item_limit: int | None = None
     lease: int | None = None
     retention_days: int | None = None
+    credential: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def ceiling(self) -> int | None:
@@ -63,8 +66,16 @@ class SubscriberSpec:
         bounds = [b for b in (self.item_limit, self.lease) if b is not None]
         return min(bounds) if bounds else None
 
+    @property
+    def credential_owner(self) -> int | None:
+        """The user whose stored credential this spec carries (part of its source key)."""
+        return self.user_id if self.credential is not None else None
+
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        if data["credential"] is None:  # absent rather than null: older digests stay valid
+            del data["credential"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SubscriberSpec:
@@ -77,20 +88,27 @@ class SubscriberSpec:
         return hashlib.sha1(canonical.encode()).hexdigest()
 
 
-@dataclass
-class SourceSink:
-    """Where a data source sends what it finds; the pool fans items out to subscribers."""
+class SourceSink(Protocol):
+    """Where a data source sends what it finds; the pool fans items out to subscribers.
 
-    deliver: Callable[[Sequence[Item]], None]
-    report_error: Callable[[str | None], None] = field(default=lambda message: None)
+    `to` names the crawlers the items or the error are for (a stream routing by rule
+    tags); None means every subscriber of the source.
+    """
+
+    def deliver(self, items: Sequence[Item], to: Collection[int] | None = None) -> None: ...
+
+    def report_error(self, message: str | None, to: Collection[int] | None = None) -> None: ...
 
 
 class DataSource(Protocol):
     """One fetcher or stream on a node, shared by every subscriber with the same source key.
 
     The pool calls `start` when the first subscriber attaches and `stop` when the last
-    one leaves. `snapshot` returns what the source currently knows, so a subscriber that
-    attaches late still sees the items the source fetched before it came.
+    one leaves; `attach` and `detach` tell it of every subscriber that joins, changes or
+    leaves in between (a stream turns their terms into rules). None of these may block
+    on the network: a source does its I/O on its own threads. `snapshot` returns what the
+    source currently knows, so a subscriber that attaches late still sees the items the
+    source fetched before it came.
     """
 
     key: str
@@ -98,5 +116,9 @@ class DataSource(Protocol):
     def start(self, sink: SourceSink) -> None: ...
 
     def stop(self) -> None: ...
+
+    def attach(self, spec: SubscriberSpec) -> None: ...
+
+    def detach(self, crawler_id: int) -> None: ...
 
     def snapshot(self) -> list[Item]: ...

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sources.keys import source_key
-from sources.model import DataSource, Item, SourceSink, SubscriberSpec
+from sources.model import DataSource, Item, SubscriberSpec
 from sources.subscriber import BUFFER_ITEMS, ItemSink, Subscriber
 
 log = logging.getLogger(__name__)
@@ -25,7 +25,35 @@ OpenSource = Callable[[str, SubscriberSpec], DataSource]
 class _Shared:
     source: DataSource
     crawler_ids: set[int] = field(default_factory=set)
-    error: str | None = None
+    error: str | None = None  # the source's own trouble, shown on every subscriber
+    crawler_errors: dict[int, str] = field(default_factory=dict)  # one subscriber's trouble
+
+    def error_for(self, crawler_id: int) -> str | None:
+        return self.error or self.crawler_errors.get(crawler_id)
+
+
+class _PoolSink:
+    """A data source's sink: fans its items and errors out to its subscribers."""
+
+    def __init__(self, pool: DataSourcePool, shared: _Shared) -> None:
+        self._pool = pool
+        self._shared = shared
+
+    def deliver(self, items: Sequence[Item], to: Collection[int] | None = None) -> None:
+        for subscriber in self._pool.members(self._shared, to):
+            subscriber.offer(items)
+
+    def report_error(self, message: str | None, to: Collection[int] | None = None) -> None:
+        shared = self._shared
+        if to is None:
+            shared.error = message
+        for crawler_id in to or ():
+            if message is None:
+                shared.crawler_errors.pop(crawler_id, None)
+            else:
+                shared.crawler_errors[crawler_id] = message
+        for subscriber in self._pool.members(shared, to):
+            subscriber.source_error = shared.error_for(subscriber.spec.crawler_id)
 
 
 class DataSourcePool:
@@ -40,7 +68,7 @@ class DataSourcePool:
 
     def put(self, spec: SubscriberSpec, now: float) -> dict[str, Any]:
         """Create or update a subscriber. The same spec twice changes nothing."""
-        key = source_key(spec.source, spec.query)
+        key = source_key(spec.source, spec.query, spec.credential_owner)
         to_stop: list[DataSource] = []
         with self._lock:
             current = self._subscribers.get(spec.crawler_id)
@@ -49,6 +77,7 @@ class DataSourcePool:
                 subscriber.confirmed_at = now
                 if subscriber.digest != spec.digest():
                     subscriber.update(spec)
+                    self._sources[key].source.attach(spec)  # e.g. new terms: new rules
                 return subscriber.status()
             if current:  # a new query means a new data source; the subscriber's count stays
                 to_stop += self._detach(spec.crawler_id)
@@ -71,29 +100,17 @@ class DataSourcePool:
         shared.crawler_ids.add(spec.crawler_id)
         subscriber.source_error = shared.error
         self._subscribers[spec.crawler_id] = (key, subscriber)
+        shared.source.attach(spec)
         if started:
-            shared.source.start(self._sink_for(shared))
+            shared.source.start(_PoolSink(self, shared))
             log.info("data source started key=%s source=%s", key, spec.source)
         return shared, started
 
-    def _sink_for(self, shared: _Shared) -> SourceSink:
-        return SourceSink(
-            deliver=lambda items: self._deliver(shared, items),
-            report_error=lambda message: self._report_error(shared, message),
-        )
-
-    def _members(self, shared: _Shared) -> list[Subscriber]:
+    def members(self, shared: _Shared, to: Collection[int] | None) -> list[Subscriber]:
+        """The subscribers of a data source, or those of them it names."""
         with self._lock:
-            return [self._subscribers[c][1] for c in shared.crawler_ids if c in self._subscribers]
-
-    def _deliver(self, shared: _Shared, items: Sequence[Item]) -> None:
-        for subscriber in self._members(shared):
-            subscriber.offer(items)
-
-    def _report_error(self, shared: _Shared, message: str | None) -> None:
-        shared.error = message
-        for subscriber in self._members(shared):
-            subscriber.source_error = message
+            wanted = shared.crawler_ids if to is None else shared.crawler_ids.intersection(to)
+            return [self._subscribers[c][1] for c in wanted if c in self._subscribers]
 
     def delete(self, crawler_id: int) -> bool:
         """Remove a subscriber (idempotent); True when there was one."""
@@ -111,6 +128,8 @@ class DataSourcePool:
         entry[1].close()
         shared = self._sources[entry[0]]
         shared.crawler_ids.discard(crawler_id)
+        shared.crawler_errors.pop(crawler_id, None)
+        shared.source.detach(crawler_id)
         if shared.crawler_ids:
             return []
         del self._sources[entry[0]]

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sources.fetcher import FetchError, GuardedFetcher
-from sources.model import Item, SourceSink
+from sources.model import Item, SourceSink, SubscriberSpec
 from sources.rss_parse import FeedError, parse_feed
 from sources.urls import canonical_url
 
@@ -97,6 +97,12 @@ class RssSource:
         thread.join(timeout=STOP_WAIT)
         if thread.is_alive():
             log.warning("rss source still finishing a fetch key=%s", self.key)
+
+    def attach(self, spec: SubscriberSpec) -> None:
+        """Nothing to do: each subscriber filters by its own keywords."""
+
+    def detach(self, crawler_id: int) -> None:
+        """Nothing to do: the feeds are the same for every subscriber."""
 
     def snapshot(self) -> list[Item]:
         """The items of the latest successful parse of every feed."""

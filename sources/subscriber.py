@@ -14,6 +14,7 @@ import itertools
 import logging
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -54,6 +55,8 @@ class Subscriber:
         self._failing = False
         self._failures = 0
         self._retry_at = 0.0
+        self.run = uuid.uuid4().hex  # this subscriber's life on this node, for billing counts
+        self.delivered = 0  # items the provider delivered to it in this run, before any filter
         self.items_collected: int | None = None  # None until the store has told us
         self.dropped = 0
         self.last_error: str | None = None
@@ -83,9 +86,10 @@ class Subscriber:
         are held (or the subscriber is closed).
         """
         wanted = [i.for_crawler(self.spec.crawler_id) for i in items if matches(self._pattern, i)]
-        if not wanted:
-            return
         with self._cond:
+            self.delivered += len(items)
+            if not wanted:
+                return
             while self._failing and len(self._held) >= self._buffer and not self._closed:
                 self._cond.wait(timeout=max(0.01, self._retry_at - self._clock()))
                 self._retry_due()
@@ -193,6 +197,8 @@ class Subscriber:
         return {
             "crawler_id": self.spec.crawler_id,
             "digest": self.digest,
+            "run": self.run,
+            "delivered": self.delivered,
             "state": self.state,
             "items_collected": self.items_collected,
             "lease": self.lease,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
+
+from sources.model import Item
 
 
 class FakeClock:
@@ -28,3 +31,23 @@ def wait_until(condition: Callable[[], Any], timeout: float = 30.0, what: str = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.02)
+
+
+class SinkRecorder:
+    """A data source's sink that keeps what the source delivers and reports, in order."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[Item]] = []
+        self.targets: list[Collection[int] | None] = []  # whom each batch was for
+        self.errors: list[str | None] = []
+        self.error_targets: list[Collection[int] | None] = []
+        self.delivered = threading.Event()
+
+    def deliver(self, items: Sequence[Item], to: Collection[int] | None = None) -> None:
+        self.batches.append(list(items))
+        self.targets.append(to)
+        self.delivered.set()
+
+    def report_error(self, message: str | None, to: Collection[int] | None = None) -> None:
+        self.errors.append(message)
+        self.error_targets.append(to)

@@ -3,38 +3,21 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 import pytest
 
 from sources.fetcher import GuardedFetcher
-from sources.model import Item, SourceSink
+from sources.model import Item
 from sources.rss import RssSource
 from tests.servers.hostile_http import HostileServer
-from tests.support import FakeClock
+from tests.support import FakeClock, SinkRecorder
 
 INTERVAL = 60.0
 LOOPBACK = frozenset({"127.0.0.1"})
 
 
-class RecordingSink:
-    """Keeps what a source delivers and reports, in order."""
-
-    def __init__(self) -> None:
-        self.batches: list[list[Item]] = []
-        self.errors: list[str | None] = []
-        self.delivered = threading.Event()
-
-    def deliver(self, items: Sequence[Item]) -> None:
-        self.batches.append(list(items))
-        self.delivered.set()
-
-    def report_error(self, message: str | None) -> None:
-        self.errors.append(message)
-
-    def sink(self) -> SourceSink:
-        return SourceSink(deliver=self.deliver, report_error=self.report_error)
-
+class RecordingSink(SinkRecorder):
     def ids(self, batch: int) -> list[str]:
         return [item.id for item in self.batches[batch]]
 
@@ -61,7 +44,7 @@ def test_the_first_round_delivers_every_item_of_every_feed(
     recorder = RecordingSink()
     source = rss_source(clock, server.url("/rss"), server.url("/atom"))
 
-    source.poll_due(recorder.sink())
+    source.poll_due(recorder)
 
     assert recorder.ids(0) == ["rss-1", "rss-2"]
     assert recorder.ids(1) == ["urn:atom:1", "urn:atom:2"]
@@ -75,11 +58,11 @@ def test_only_new_items_are_delivered_on_the_next_round(
 ) -> None:
     recorder = RecordingSink()
     source = rss_source(clock, server.url("/rss"))
-    source.poll_due(recorder.sink())
+    source.poll_due(recorder)
     server.rss.add("rss-3", "third")
 
     clock.now = INTERVAL
-    source.poll_due(recorder.sink())
+    source.poll_due(recorder)
 
     assert recorder.ids(1) == ["rss-3"]
     assert [item.id for item in source.snapshot()] == ["rss-1", "rss-2", "rss-3"]
@@ -90,11 +73,11 @@ def test_an_unchanged_feed_is_a_304_and_delivers_nothing(
 ) -> None:
     recorder = RecordingSink()
     source = rss_source(clock, server.url("/rss"))
-    source.poll_due(recorder.sink())
+    source.poll_due(recorder)
     first = server.requests_to("/rss")[0]
 
     clock.now = INTERVAL
-    source.poll_due(recorder.sink())
+    source.poll_due(recorder)
 
     second = server.requests_to("/rss")[1]
     assert "If-None-Match" not in first.headers
@@ -107,10 +90,10 @@ def test_an_unchanged_feed_is_a_304_and_delivers_nothing(
 
 def test_a_feed_is_not_polled_before_it_is_due(server: HostileServer, clock: FakeClock) -> None:
     source = rss_source(clock, server.url("/rss"))
-    source.poll_due(RecordingSink().sink())
+    source.poll_due(RecordingSink())
 
     clock.now = INTERVAL - 1
-    source.poll_due(RecordingSink().sink())
+    source.poll_due(RecordingSink())
 
     assert len(server.requests_to("/rss")) == 1
 
@@ -119,13 +102,13 @@ def test_a_feed_ttl_longer_than_the_interval_is_honoured(
     server: HostileServer, clock: FakeClock
 ) -> None:
     source = rss_source(clock, server.url("/data/rss_ttl.xml"))  # <ttl>120</ttl> minutes
-    source.poll_due(RecordingSink().sink())
+    source.poll_due(RecordingSink())
 
     clock.now = 7200 - 1
-    source.poll_due(RecordingSink().sink())
+    source.poll_due(RecordingSink())
     polls_before = len(server.requests_to("/data/rss_ttl.xml"))
     clock.now = 7200
-    source.poll_due(RecordingSink().sink())
+    source.poll_due(RecordingSink())
 
     assert (polls_before, len(server.requests_to("/data/rss_ttl.xml"))) == (1, 2)
 
@@ -145,7 +128,7 @@ def test_a_hostile_feed_reaches_report_error_and_spares_the_others(
     recorder = RecordingSink()
     source = rss_source(clock, server.url(path), server.url("/atom"))
 
-    source.poll_due(recorder.sink())
+    source.poll_due(recorder)
 
     assert recorder.ids(0) == ["urn:atom:1", "urn:atom:2"]
     assert len(recorder.batches) == 1
@@ -159,7 +142,7 @@ def test_a_refused_address_is_reported(server: HostileServer, clock: FakeClock) 
     recorder = RecordingSink()
     source = rss_source(clock, server.url("/rss"), allow=frozenset())
 
-    source.poll_due(recorder.sink())
+    source.poll_due(recorder)
 
     assert recorder.errors == [
         f"{server.url('/rss')}: refused address 127.0.0.1 (loopback) for host 127.0.0.1"
@@ -174,7 +157,7 @@ def test_a_failing_feed_backs_off_doubling_up_to_ten_intervals(
     polled_at = []
     for step in range(0, 2100 + 1, 10):
         clock.now = float(step)
-        source.poll_due(RecordingSink().sink())
+        source.poll_due(RecordingSink())
         if len(server.requests_to("/error-500")) > len(polled_at):
             polled_at.append(step)
 
@@ -187,13 +170,17 @@ def test_items_a_sink_failed_to_take_are_delivered_later(
 ) -> None:
     recorder = RecordingSink()
 
-    def broken(items: Sequence[Item]) -> None:
-        raise RuntimeError("subscriber bug")
+    class Broken(RecordingSink):
+        def deliver(self, items: Sequence[Item], to: Collection[int] | None = None) -> None:
+            raise RuntimeError("subscriber bug")
+
+    broken = Broken()
+    broken.errors = recorder.errors
 
     source = rss_source(clock, server.url("/rss"))
-    source.poll_due(SourceSink(deliver=broken, report_error=recorder.report_error))
+    source.poll_due(broken)
     clock.now = 2 * INTERVAL
-    source.poll_due(recorder.sink())
+    source.poll_due(recorder)
 
     assert recorder.errors == [f"{server.url('/rss')}: unexpected RuntimeError", None]
     assert recorder.ids(0) == ["rss-1", "rss-2"]
@@ -210,7 +197,7 @@ def test_the_thread_polls_until_stopped(server: HostileServer) -> None:
     fetcher = GuardedFetcher(allow_hosts=LOOPBACK, deadline=5.0)
     source = RssSource("key-2", {"feeds": [server.url("/atom")]}, fetcher, INTERVAL)
 
-    source.start(recorder.sink())
+    source.start(recorder)
     try:
         assert recorder.delivered.wait(timeout=10.0)
     finally:
