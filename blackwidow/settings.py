@@ -7,11 +7,18 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from marshmallow import ValidationError
+
+from sources.credentials import NAME_PATTERN
+from sources.registry import SOURCE_TYPES
 
 ROUTING_STRATEGIES = ("modulo", "rendezvous")
 
@@ -47,6 +54,12 @@ class Settings:
     redis_url: str | None = field(default=None, repr=False)
     queue_maxlen: int = 100_000  # entries each crawler's stream keeps, trimmed approximately
     node_buffer: int = 5000  # items a node holds per subscriber, and in its queue outbox
+    # a node's own provider credentials: source -> name -> validated fields (secrets inside)
+    credentials: Mapping[str, Mapping[str, dict[str, Any]]] = field(
+        default_factory=dict, repr=False
+    )
+    search_interval: float = 60.0  # seconds between polls of a recent search
+    rate_limit_wait: float = 60.0  # first wait after a provider's 429; doubles while it lasts
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
@@ -116,6 +129,39 @@ def _networks(name: str, raw: str) -> tuple[ipaddress.IPv4Network | ipaddress.IP
         ) from None
 
 
+def _credentials(name: str, raw: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """`{"twitter": {"default": {"bearer_token": ...}}}`, each checked by its source's schema.
+
+    Errors name the place (`twitter.default.bearer_token`), never a value: it may be a secret.
+    """
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise SettingsError(name, "expected a JSON object") from None
+    if not isinstance(data, dict):
+        raise SettingsError(name, "expected a JSON object of sources")
+    checked: dict[str, dict[str, dict[str, Any]]] = {}
+    for source, named in data.items():
+        schema = SOURCE_TYPES[source].credential_schema if source in SOURCE_TYPES else None
+        if schema is None:
+            billed = ", ".join(s for s, t in sorted(SOURCE_TYPES.items()) if t.credential_schema)
+            raise SettingsError(name, f"{source}: not a source with credentials ({billed})")
+        if not isinstance(named, dict):
+            raise SettingsError(name, f"{source}: expected an object of named credentials")
+        checked[source] = {}
+        for credential, fields_ in named.items():
+            if not re.match(NAME_PATTERN, credential):
+                raise SettingsError(name, f"{source}.{credential}: not a credential name")
+            if not isinstance(fields_, dict):
+                raise SettingsError(name, f"{source}.{credential}: expected an object of fields")
+            try:
+                checked[source][credential] = schema().load(fields_)
+            except ValidationError as error:
+                first, problems = next(iter(error.normalized_messages().items()))
+                raise SettingsError(name, f"{source}.{credential}.{first}: {problems}") from None
+    return checked
+
+
 def _text(name: str, raw: str) -> str:
     if not raw.strip():
         raise SettingsError(name, "must not be empty")
@@ -145,6 +191,9 @@ _VARIABLES = {
     "BLACKWIDOW_REDIS_URL": ("redis_url", _text),
     "BLACKWIDOW_QUEUE_MAXLEN": ("queue_maxlen", _positive_int),
     "BLACKWIDOW_NODE_BUFFER": ("node_buffer", _positive_int),
+    "BLACKWIDOW_CREDENTIALS": ("credentials", _credentials),
+    "BLACKWIDOW_SEARCH_INTERVAL": ("search_interval", _seconds),
+    "BLACKWIDOW_RATE_LIMIT_WAIT": ("rate_limit_wait", _seconds),
 }
 
 

@@ -161,11 +161,15 @@ class GuardedFetcher:
         self._session = requests.Session()
         self._session.trust_env = False  # a proxy from the environment would bypass the guard
         self._session.headers["User-Agent"] = USER_AGENT
-        adapter = peer_checked_adapter(
-            lambda host, address: _refusal(host, [address], self._allow_hosts)
-        )
+        adapter = self.guarded_adapter()
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
+
+    def guarded_adapter(self) -> HTTPAdapter:
+        """A transport that refuses what this fetcher refuses, for a provider's own client."""
+        return peer_checked_adapter(
+            lambda host, address: _refusal(host, [address], self._allow_hosts)
+        )
 
     def get(self, url: str, headers: Mapping[str, str] | None = None) -> FetchResult:
         """Fetch `url`; raise FetchError for anything but a complete 2xx or a 304."""

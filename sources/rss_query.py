@@ -21,7 +21,7 @@ def fetchable(url: str) -> None:
     except ValueError:
         raise ValidationError("port out of range") from None
     if parts.username is not None or parts.password is not None:
-        raise ValidationError("credentials in a feed URL are not allowed")
+        raise ValidationError("credentials in a URL are not allowed")
 
 
 class RssQuery(Schema):

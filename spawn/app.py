@@ -11,6 +11,7 @@ from marshmallow import Schema, ValidationError, fields, validate
 from blackwidow.errors import ApiError, invalid_input, register_error_handlers
 from blackwidow.node_protocol import ASSIGNED_HEADER, GENERATION_HEADER
 from blackwidow.tokens import require_cluster
+from sources.credentials import CredentialBook, MissingCredential
 from sources.model import SubscriberSpec
 from sources.registry import SOURCE_TYPES
 from spawn.node import Node
@@ -26,21 +27,38 @@ class SpecSchema(Schema):
     item_limit = fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=1))
     lease = fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=0))
     retention_days = fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=1))
+    credential = fields.Dict(allow_none=True, load_default=None)
 
 
-def parse_spec(crawler_id: int, body: Any) -> SubscriberSpec:
-    """A validated spec, or a 422 naming the field; the query is checked by its source type."""
+def parse_spec(crawler_id: int, body: Any, credentials: CredentialBook) -> SubscriberSpec:
+    """A validated spec, or a 422 naming the field; the query is checked by its source type,
+    and a billed source's credential must be pushed with it or known to this node."""
     try:
         data = SpecSchema().load(body if isinstance(body, dict) else {})
     except ValidationError as error:
         raise invalid_input(error.messages) from None
-    try:
-        data["query"] = SOURCE_TYPES[data["source"]].query_schema().load(data["query"])
-    except ValidationError as error:
-        raise invalid_input(error.messages, "query") from None
+    source_type = SOURCE_TYPES[data["source"]]
+    data["query"] = _load(source_type.query_schema, data["query"], "query")
+    if data["credential"] is not None:
+        if source_type.credential_schema is None:
+            raise ApiError(422, "invalid", "credential: this source takes none", "credential")
+        data["credential"] = _load(source_type.credential_schema, data["credential"], "credential")
     if data["crawler_id"] != crawler_id:
         raise ApiError(422, "invalid", "crawler_id: differs from the URL", "crawler_id")
-    return SubscriberSpec(**data)
+    spec = SubscriberSpec(**data)
+    if source_type.credential_schema is not None:
+        try:
+            credentials.secret(spec)
+        except MissingCredential as error:
+            raise ApiError(422, "invalid", f"{error.field}: {error}", error.field) from None
+    return spec
+
+
+def _load(schema: type[Schema], data: dict[str, Any], field: str) -> dict[str, Any]:
+    try:
+        return schema().load(data)
+    except ValidationError as error:
+        raise invalid_input(error.messages, field) from None
 
 
 def assigned_ids(header: str | None) -> list[int]:
@@ -81,7 +99,10 @@ def check_generation(node: Node, header: str | None) -> None:
         )
 
 
-def create_node_app(node: Node, cluster_secret: str | None) -> Flask:
+def create_node_app(
+    node: Node, cluster_secret: str | None, credentials: CredentialBook | None = None
+) -> Flask:
+    credentials = credentials or CredentialBook()
     app = Flask("spawn")
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
     register_error_handlers(app)
@@ -94,7 +115,7 @@ def create_node_app(node: Node, cluster_secret: str | None) -> Flask:
 
     @app.put("/subscribers/<int:crawler_id>")
     def put_subscriber(crawler_id: int) -> ResponseReturnValue:
-        spec = parse_spec(crawler_id, request.get_json(silent=True))
+        spec = parse_spec(crawler_id, request.get_json(silent=True), credentials)
         return jsonify(node.pool.put(spec, node.clock()))
 
     @app.delete("/subscribers/<int:crawler_id>")
@@ -122,6 +143,7 @@ def create_node_app(node: Node, cluster_secret: str | None) -> Flask:
                 "role": "node",
                 "node_id": node.node_id,
                 "generation": node.generation,
+                "credentials": credentials.names(),  # names only, never a secret
                 "registered": node.registered.is_set(),
                 "data_sources": node.pool.data_sources(),
                 "subscribers": len(statuses),

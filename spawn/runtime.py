@@ -9,6 +9,7 @@ from blackwidow import serving
 from blackwidow.queue import Outbox, open_queue
 from blackwidow.settings import Settings
 from blackwidow.store import open_store
+from sources.credentials import CredentialBook
 from sources.fetcher import GuardedFetcher
 from sources.pool import DataSourcePool
 from sources.registry import SourceContext, opener
@@ -26,13 +27,18 @@ def run_node(
     queue = open_queue(settings.redis_url, settings.queue_maxlen)
     outbox = Outbox(queue, capacity=settings.node_buffer) if queue is not None else None
     sink = NodeSink(store, outbox)
+    credentials = CredentialBook(settings.credentials)
     context = SourceContext(
         fetcher=GuardedFetcher(allow_hosts=settings.fetch_allow, deadline=settings.fetch_deadline),
         feed_interval=settings.feed_interval,
+        credentials=credentials,
+        search_interval=settings.search_interval,
+        rate_limit_wait=settings.rate_limit_wait,
     )
     pool = DataSourcePool(opener(context), sink, buffer=settings.node_buffer)
     node = Node(pool, clock=time.monotonic, health=sink.health)
-    server, url = serving.bind(create_node_app(node, settings.cluster_secret), host, port)
+    app = create_node_app(node, settings.cluster_secret, credentials)
+    server, url = serving.bind(app, host, port)
     stop = threading.Event()
     secret = settings.cluster_secret or ""
     threads = [

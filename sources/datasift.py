@@ -1,0 +1,165 @@
+"""The paid stream ("datasift"): a metered JSON-lines stream, one connection per distinct query.
+
+The provider bills every item it delivers, so every crawler asking the same query of the
+same credential shares this one connection. Wire format (see the README): `GET endpoint` with
+the query in `query_param` and the secret in `auth_header`; the answer streams one JSON object
+per line, an empty line being a keep-alive.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import requests
+
+from sources.fetcher import GuardedFetcher
+from sources.model import Item, SourceSink, SubscriberSpec
+from sources.reconnect import ReconnectPolicy, describe_http_error
+from sources.twitter_stream import short_error
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 90.0  # a stream silent this long, keep-alives included, is dead
+MAX_LINE = 1024 * 1024
+STOP_WAIT = 5.0
+_TEXT_FIELDS = ("url", "title", "text", "author", "conversation_id", "in_reply_to")
+
+
+class BadLine(ValueError):
+    """A line that is not an item: skipped and counted, never logged (it may hold anything)."""
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def parse_line(line: bytes, fetched_at: datetime) -> Item:
+    """One streamed line as an item: a JSON object with a string `id`."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        raise BadLine("not JSON") from None
+    item_id = data.get("id") if isinstance(data, Mapping) else None
+    if not isinstance(item_id, str | int) or isinstance(item_id, bool):
+        raise BadLine("no id")
+    text = {name: data.get(name) for name in _TEXT_FIELDS}
+    return Item(
+        id=str(item_id),
+        source="datasift",
+        fetched_at=fetched_at,
+        published_at=_time(data.get("created_at")),
+        **{name: value if isinstance(value, str) else None for name, value in text.items()},
+    )
+
+
+class PaidStreamSource:
+    def __init__(
+        self,
+        key: str,
+        spec: SubscriberSpec,
+        credential: dict[str, Any],
+        fetcher: GuardedFetcher,
+        rate_limit_wait: float,
+    ) -> None:
+        self.key = key
+        self._query = spec.query["query"]
+        self._credential = credential
+        self._session = requests.Session()
+        self._session.trust_env = False  # a proxy from the environment would bypass the guard
+        adapter = fetcher.guarded_adapter()
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+        self._policy = ReconnectPolicy(rate_limit_wait)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.bad_lines = 0
+
+    def attach(self, spec: SubscriberSpec) -> None:
+        """Nothing to do: every subscriber asked for this very query."""
+
+    def detach(self, crawler_id: int) -> None:
+        """Nothing to do: the query is the same for the others."""
+
+    def snapshot(self) -> list[Item]:
+        return []  # a stream has no past to replay
+
+    def start(self, sink: SourceSink) -> None:
+        self._thread = threading.Thread(
+            target=self._run, args=(sink,), name=f"paid-stream-{self.key}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop reading; the connection closes at its next line or keep-alive."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=STOP_WAIT)
+
+    def _run(self, sink: SourceSink) -> None:
+        while not self._stop.is_set():
+            try:
+                wait = self._stream(sink)
+            except (requests.RequestException, OSError) as error:
+                wait = self._policy.after_network_error()
+                sink.report_error(f"stream connection lost ({short_error(error)}); reconnecting")
+            self._stop.wait(wait)
+
+    def _stream(self, sink: SourceSink) -> float:
+        """One connection: read it until it ends; return how long to wait before the next."""
+        credential = self._credential
+        with self._session.get(
+            credential["endpoint"],
+            params={credential["query_param"]: self._query},
+            headers={credential["auth_header"]: credential["auth_value"]},
+            stream=True,
+            allow_redirects=False,
+            timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        ) as response:
+            if response.status_code != 200:
+                wait = self._policy.after_http_error(
+                    response.status_code, _retry_after(response.headers.get("Retry-After"))
+                )
+                message = describe_http_error("the provider", response.status_code, wait)
+                log.warning("paid stream refused key=%s reason=%s", self.key, message)
+                sink.report_error(message)
+                return wait
+            self._policy.connected()
+            sink.report_error(None)
+            log.info("paid stream connected key=%s", self.key)
+            for line in response.iter_lines(chunk_size=None):
+                if self._stop.is_set():
+                    return 0.0
+                if line:
+                    self._deliver(line, sink)
+        sink.report_error("the provider closed the stream; reconnecting")
+        return self._policy.after_network_error()
+
+    def _deliver(self, line: bytes, sink: SourceSink) -> None:
+        try:
+            if len(line) > MAX_LINE:
+                raise BadLine("line too long")
+            item = parse_line(line, datetime.now(UTC))
+        except BadLine as error:
+            self.bad_lines += 1
+            log.warning("paid stream line skipped key=%s reason=%s", self.key, error)
+            return
+        sink.deliver([item])
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None

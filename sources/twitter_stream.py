@@ -1,0 +1,304 @@
+"""The filtered stream of one X app: one connection for every streaming crawler of a credential.
+
+X allows one stream connection per app, and rules belong to the app, so the hub routes every
+streaming crawler of a credential to one node and this source holds the connection there.
+Subscribers joining or leaving change only their rules, from a second thread, while the
+stream stays connected; tweets reach the crawlers whose rules they matched (`matching_rules`).
+
+tweepy's StreamingClient owns the connection and its documented reconnects after network
+trouble; a refused connection (429, 401, ...) ends its loop here instead, so the wait follows
+sources.reconnect, stays interruptible, and shows on every crawler's status.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import tweepy
+
+from sources import api_session, twitter_rules
+from sources.backoff import doubling_delay
+from sources.fetcher import GuardedFetcher
+from sources.model import Item, SourceSink, SubscriberSpec
+from sources.reconnect import ReconnectPolicy, describe_http_error
+from sources.twitter_items import EXPANSIONS, TWEET_FIELDS, USER_FIELDS, tweet_item, users_by_id
+from sources.twitter_query import DEFAULT_API_BASE, RuleLimits, rule_limits
+from sources.twitter_rules import Group, RemoteRule, TermTooLong
+
+log = logging.getLogger(__name__)
+# tweepy logs every request's headers, bearer token included, at DEBUG: never let it.
+logging.getLogger("tweepy").setLevel(logging.INFO)
+
+SETTLE = 0.3  # seconds without rule changes before they are sent: a hub's pushes come in a burst
+RULES_RETRY_FIRST = 1.0
+RULES_RETRY_MAX = 60.0
+STOP_WAIT = 5.0
+
+
+def x_client(
+    make: Callable[..., Any], credential: dict[str, Any], fetcher: GuardedFetcher, **options: Any
+) -> Any:
+    """A tweepy client for the credential, guarded and routed to its `api_base`."""
+    client = make(credential["bearer_token"], **options)
+    api_session.route(client.session, fetcher, DEFAULT_API_BASE, credential["api_base"])
+    return client
+
+
+def short_error(error: BaseException) -> str:
+    """One line about a failed API call, never more than the provider said (no headers)."""
+    text = str(error).strip().splitlines()
+    return (text[0] if text else type(error).__name__)[:200]
+
+
+class _Connection(tweepy.StreamingClient):
+    """tweepy's stream, reporting what happens on it to the source."""
+
+    def __init__(
+        self, source: TwitterStreamSource, credential: dict[str, Any], fetcher: GuardedFetcher
+    ) -> None:
+        super().__init__(credential["bearer_token"], daemon=True)
+        api_session.route(self.session, fetcher, DEFAULT_API_BASE, credential["api_base"])
+        self._source = source
+        self.refused_with: int | None = None
+
+    def on_connect(self) -> None:
+        self._source.connected()
+
+    def on_response(self, response: tweepy.StreamResponse) -> None:
+        self._source.received(response)
+
+    def on_request_error(self, status_code: int) -> None:
+        self.refused_with = status_code
+        self.disconnect()  # the source waits, not tweepy's uninterruptible sleep
+
+    def on_connection_error(self) -> None:
+        self._source.lost("stream connection lost; reconnecting")
+
+    def on_closed(self, response: Any) -> None:
+        self._source.lost("X closed the stream; reconnecting")
+
+    def on_errors(self, errors: Any) -> None:
+        log.warning("stream sent errors key=%s errors=%s", self._source.key, errors)
+
+    def on_exception(self, exception: Exception) -> None:
+        log.error("stream failed key=%s error=%s", self._source.key, short_error(exception))
+
+
+class TwitterStreamSource:
+    def __init__(
+        self,
+        key: str,
+        credential: dict[str, Any],
+        fetcher: GuardedFetcher,
+        rate_limit_wait: float,
+    ) -> None:
+        self.key = key
+        self._credential = credential
+        self._fetcher = fetcher
+        self._limits: RuleLimits = rule_limits(credential)
+        self._policy = ReconnectPolicy(rate_limit_wait)
+        self._lock = threading.Lock()
+        self._groups: dict[str, Group] = {}  # in the order crawlers first asked for them
+        self._members: dict[str, set[int]] = {}
+        self._group_of: dict[int, str] = {}
+        self._refused: dict[int, str] = {}  # crawler -> why its terms make no rule
+        self._by_value: dict[str, set[int]] = {}  # rule value -> crawlers
+        self._rule_values: dict[str, str] = {}  # rule id -> value, as X holds them
+        self._changed = threading.Event()
+        self._stop = threading.Event()
+        self._connection: _Connection | None = None
+        self._threads: list[threading.Thread] = []
+        self._sink: SourceSink | None = None
+        self.connects = 0
+
+    # -- subscribers ---------------------------------------------------------------------------
+
+    def attach(self, spec: SubscriberSpec) -> None:
+        crawler_id = spec.crawler_id
+        try:
+            wanted = twitter_rules.group(
+                spec.query["terms"], spec.query["languages"], self._limits.max_rule_length
+            )
+        except TermTooLong as error:
+            with self._lock:
+                self._leave(crawler_id)
+                self._refused[crawler_id] = str(error)
+            self._changed.set()
+            return
+        with self._lock:
+            if self._group_of.get(crawler_id) == wanted.id:
+                return
+            self._leave(crawler_id)
+            self._groups.setdefault(wanted.id, wanted)
+            self._members.setdefault(wanted.id, set()).add(crawler_id)
+            self._group_of[crawler_id] = wanted.id
+            self._by_value = twitter_rules.crawlers_by_value(self._groups, self._members)
+        self._changed.set()
+
+    def detach(self, crawler_id: int) -> None:
+        with self._lock:
+            self._leave(crawler_id)
+            self._by_value = twitter_rules.crawlers_by_value(self._groups, self._members)
+        self._changed.set()
+
+    def _leave(self, crawler_id: int) -> None:
+        self._refused.pop(crawler_id, None)
+        group_id = self._group_of.pop(crawler_id, None)
+        if group_id is None:
+            return
+        members = self._members[group_id]
+        members.discard(crawler_id)
+        if not members:
+            del self._members[group_id], self._groups[group_id]
+
+    # -- life ----------------------------------------------------------------------------------
+
+    def start(self, sink: SourceSink) -> None:
+        self._sink = sink
+        self._threads = [
+            threading.Thread(target=self._keep_rules, name=f"x-rules-{self.key}", daemon=True),
+            threading.Thread(target=self._keep_streaming, name=f"x-stream-{self.key}", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        """Disconnect; the connection closes at its next line or keep-alive."""
+        self._stop.set()
+        self._changed.set()
+        with self._lock:
+            connection = self._connection
+        if connection is not None:
+            connection.disconnect()
+        for thread in self._threads:
+            thread.join(timeout=STOP_WAIT)
+
+    def snapshot(self) -> list[Item]:
+        return []  # a stream has no past to replay
+
+    # -- rules ---------------------------------------------------------------------------------
+
+    def _keep_rules(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            self._changed.wait()
+            while self._changed.is_set() and not self._stop.is_set():
+                self._changed.clear()
+                self._stop.wait(SETTLE)
+            if self._stop.is_set():
+                return
+            try:
+                self._reconcile()
+                failures = 0
+            except Exception as error:  # the API or the network: say so, try again later
+                failures += 1
+                message = f"stream rules: {short_error(error)}"
+                log.warning("rules update failed key=%s error=%s", self.key, message)
+                self._report(message)
+                self._changed.set()
+                self._stop.wait(doubling_delay(failures, RULES_RETRY_FIRST, RULES_RETRY_MAX))
+
+    def _reconcile(self) -> None:
+        """Bring the app's rules to what the subscribers want: GET, then delete and add the
+        difference. Run at start too, which is how rules left by an earlier run are settled."""
+        client = x_client(tweepy.StreamingClient, self._credential, self._fetcher)
+        with self._lock:
+            groups = list(self._groups.values())
+        existing = [RemoteRule(r.id, r.value, r.tag) for r in client.get_rules().data or []]
+        plan = twitter_rules.plan(groups, existing, self._limits.max_rules)
+        with self._lock:  # kept rules route at once, even before the changes are through
+            self._rule_values = {**self._rule_values, **plan.keep}
+        if plan.delete_ids:
+            client.delete_rules(plan.delete_ids)
+        values = dict(plan.keep)
+        refused: dict[str, str] = {}  # value -> X's reason
+        if plan.add:
+            answer = client.add_rules([tweepy.StreamRule(value, tag) for value, tag in plan.add])
+            values.update((rule.id, rule.value) for rule in answer.data or [])
+            for error in answer.errors or []:
+                if error.get("title") == "DuplicateRule" and error.get("id"):
+                    values[str(error["id"])] = error.get("value", "")  # someone's rule: share it
+                else:
+                    refused[error.get("value", "")] = error.get("title", "refused")
+        log.info(
+            "rules updated key=%s kept=%s deleted=%s added=%s",
+            self.key, len(plan.keep), len(plan.delete_ids), len(plan.add) - len(refused),
+        )  # fmt: skip
+        with self._lock:
+            self._rule_values = values
+        self._report_rule_problems(set(plan.over_cap), refused)
+
+    def _report_rule_problems(self, over_cap: set[str], refused: dict[str, str]) -> None:
+        with self._lock:
+            problems: dict[int, str | None] = dict(self._refused)
+            for group_id, members in self._members.items():
+                reason = None
+                if group_id in over_cap:
+                    reason = f"no room for its rules: the app's {self._limits.max_rules} are used"
+                elif bad := [refused[v] for v in self._groups[group_id].values if v in refused]:
+                    reason = f"X refused its rule ({bad[0]})"
+                for crawler_id in members:
+                    problems[crawler_id] = reason
+        for crawler_id, reason in problems.items():
+            self._report(reason, [crawler_id])
+
+    # -- stream --------------------------------------------------------------------------------
+
+    def _keep_streaming(self) -> None:
+        while not self._stop.is_set():
+            connection = _Connection(self, self._credential, self._fetcher)
+            with self._lock:
+                self._connection = connection
+            if self._stop.is_set():
+                return
+            connection.filter(
+                tweet_fields=TWEET_FIELDS, expansions=EXPANSIONS, user_fields=USER_FIELDS
+            )
+            if self._stop.is_set():
+                return
+            status = connection.refused_with
+            if status is None:  # tweepy gave up on an unexpected error
+                wait = self._policy.after_network_error()
+                message = f"stream failed; reconnecting in {wait:g}s"
+            else:
+                wait = self._policy.after_http_error(status)
+                message = describe_http_error("X", status, wait)
+            log.warning("stream refused key=%s reason=%s", self.key, message)
+            self._report(message)
+            self._stop.wait(wait)
+
+    def connected(self) -> None:
+        self.connects += 1
+        self._policy.connected()
+        log.info("stream connected key=%s connects=%s", self.key, self.connects)
+        self._report(None)
+
+    def lost(self, message: str) -> None:
+        log.warning("stream interrupted key=%s reason=%s", self.key, message)
+        self._report(message)
+
+    def received(self, response: tweepy.StreamResponse) -> None:
+        """Route one tweet to the crawlers whose rules it matched."""
+        if response.data is None:
+            return
+        with self._lock:
+            crawler_ids: set[int] = set()
+            for rule in response.matching_rules or []:
+                value = self._rule_values.get(str(rule.id))
+                if value is not None:
+                    crawler_ids |= self._by_value.get(value, set())
+                else:  # a rule added in a call whose answer was lost: its tag still says whose
+                    crawler_ids |= self._members.get(twitter_rules.group_of_tag(rule.tag), set())
+        if not crawler_ids or self._sink is None:
+            return
+        users = users_by_id(user.data for user in (response.includes or {}).get("users", []))
+        item = tweet_item(response.data.data, users, datetime.now(UTC))
+        self._sink.deliver([item], crawler_ids)
+
+    def _report(self, message: str | None, to: list[int] | None = None) -> None:
+        if self._sink is not None:
+            self._sink.report_error(message, to)
