@@ -26,11 +26,13 @@ from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import requests
-from requests.adapters import HTTPAdapter
 
+from sources import api_session
+from sources.fetcher import GuardedFetcher
 from tests.servers.streaming import OpenStream, Reply, StreamHandler, StreamingFake
 
 X_HOST = "https://api.twitter.com"
+LOOPBACK_FETCHER = GuardedFetcher(allow_hosts=frozenset({"127.0.0.1"}))
 
 RULES_PATH = "/2/tweets/search/stream/rules"
 STREAM_PATH = "/2/tweets/search/stream"
@@ -57,22 +59,10 @@ TOO_MANY_CONNECTIONS = {
 # --- Routing tweepy here -------------------------------------------------------------------
 
 
-class _Rewrite(HTTPAdapter):
-    """Sends a request for https://api.twitter.com/... to the fake instead, with no proxy."""
-
-    def __init__(self, base_url: str) -> None:
-        super().__init__()
-        self.base_url = base_url.rstrip("/")
-
-    def send(self, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> Any:
-        request.url = self.base_url + (request.url or "").removeprefix(X_HOST)
-        kwargs["proxies"] = {}
-        return super().send(request, *args, **kwargs)
-
-
 def route_to(session: requests.Session, base_url: str) -> None:
-    """Make `session` (a tweepy client's) send what it means for api.twitter.com to `base_url`."""
-    session.mount(X_HOST + "/", _Rewrite(base_url))
+    """Make `session` (a tweepy client's) send what it means for api.twitter.com to `base_url`,
+    the way a node does for a credential's `api_base`."""
+    api_session.route(session, LOOPBACK_FETCHER, X_HOST, base_url)
 
 
 # --- The rule and query language -----------------------------------------------------------
