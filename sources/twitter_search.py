@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 
 PAGE_SIZE = 100  # X's largest page
 MAX_PAGES = 10  # per query and poll: a search this far behind skips its oldest new tweets
+RECENT_ITEMS = 1000  # what a crawler joining the shared search later is given, newest last
 STOP_WAIT = 5.0
 
 
@@ -48,6 +50,8 @@ class TwitterSearchSource:
         self._interval = interval
         self._policy = ReconnectPolicy(rate_limit_wait)
         self._since: dict[str, str] = {}  # query -> newest tweet id seen
+        self._recent: deque[Item] = deque(maxlen=RECENT_ITEMS)
+        self._recent_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -58,7 +62,9 @@ class TwitterSearchSource:
         """Nothing to do: the search is the same for the others."""
 
     def snapshot(self) -> list[Item]:
-        return []  # only new tweets: a late subscriber starts from now, like the first one
+        """What the search found lately, so a crawler joining it gets what the first one got."""
+        with self._recent_lock:
+            return list(self._recent)
 
     def start(self, sink: SourceSink) -> None:
         self._thread = threading.Thread(
@@ -120,6 +126,8 @@ class TwitterSearchSource:
             if since:  # (a first poll takes one page on purpose)
                 log.warning("search behind key=%s: older new tweets skipped", self.key)
         if found:
+            with self._recent_lock:
+                self._recent.extend(reversed(found))
             sink.deliver(found[::-1])
         if newest:
             self._since[query] = newest
