@@ -1,4 +1,5 @@
-"""Users: the tenants who own crawlers. Only the admin creates them; the token is shown once."""
+"""Users: the tenants who own crawlers. Only the admin creates and changes them; the token is
+shown once; a user may read their own record and nobody else's."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from blackwidow.auth import Caller
 from blackwidow.errors import ApiError
-from blackwidow.models import User
+from blackwidow.models import MAX_INTEGER, User
 from blackwidow.tokens import hash_token, new_token
 
 
@@ -25,3 +27,25 @@ def create_user(session: Session, data: dict[str, Any]) -> tuple[User, str]:
     except IntegrityError:  # another request created the same name in between
         raise ApiError(409, "conflict", f"a user named {data['name']!r} exists", "name") from None
     return user, token
+
+
+def get_user(session: Session, caller: Caller, user_id: int) -> User:
+    """A user as the caller may see them: the admin sees all, a user only themself. Anyone
+    else's id is reported as missing, not forbidden, like another user's crawler.
+
+    No id passes MAX_INTEGER, and PostgreSQL refuses to compare one that does: not asked.
+    """
+    user = None
+    if (caller.is_admin or caller.user_id == user_id) and user_id <= MAX_INTEGER:
+        user = session.get(User, user_id)
+    if user is None:
+        raise ApiError(404, "not_found", f"no user {user_id}", "id")
+    return user
+
+
+def update_user(user: User, changes: dict[str, Any]) -> User:
+    """A new item budget (None: no limit). Raising it needs nothing more: the monitor finds the
+    user's crawlers no longer exhausted on its next cycle and runs them again."""
+    if "item_limit" in changes:
+        user.item_limit = changes["item_limit"]
+    return user

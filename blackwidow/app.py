@@ -8,7 +8,7 @@ from flask_smorest import Api
 from werkzeug.exceptions import HTTPException
 
 from blackwidow import db
-from blackwidow.api import conversations, crawlers, health, nodes, users
+from blackwidow.api import conversations, crawlers, credentials, health, nodes, users
 from blackwidow.api.context import Hub
 from blackwidow.api.json_body import refuse_unreadable_json
 from blackwidow.api.schemas import ErrorOut
@@ -45,7 +45,14 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         store=store or open_store(settings.store_url),
     )
     api = HubApi(app)
-    for blueprint in (health.blp, users.blp, crawlers.blp, conversations.blp, nodes.blp):
+    for blueprint in (
+        health.blp,
+        users.blp,
+        credentials.blp,
+        crawlers.blp,
+        conversations.blp,
+        nodes.blp,
+    ):
         api.register_blueprint(blueprint)
     register_error_handlers(app)
     app.before_request(refuse_unreadable_json)

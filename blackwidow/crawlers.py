@@ -9,9 +9,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from blackwidow.auth import Caller
+from blackwidow.crawler_keys import key_for
 from blackwidow.errors import ApiError, invalid_input
 from blackwidow.models import MAX_INTEGER, Assignment, Crawler
-from sources.keys import source_key
 from sources.registry import SOURCE_TYPES
 
 
@@ -35,7 +35,7 @@ def create(session: Session, caller: Caller, data: dict[str, Any]) -> Crawler:
         name=data["name"],
         source=data["source"],
         query=query,
-        uuid=source_key(data["source"], query),
+        uuid=key_for(session, caller.user_id, data["source"], query),
         item_limit=data.get("item_limit"),
         retention_days=data.get("retention_days"),
         enabled=data.get("enabled", True),
@@ -55,6 +55,11 @@ def listing(session: Session, caller: Caller) -> list[Crawler]:
     return list(session.scalars(select(Crawler).where(visible(caller)).order_by(Crawler.id)))
 
 
+def of_user(session: Session, user_id: int) -> list[Crawler]:
+    owned = select(Crawler).where(Crawler.user_id == user_id).order_by(Crawler.id)
+    return list(session.scalars(owned))
+
+
 def get(session: Session, caller: Caller, crawler_id: int) -> Crawler:
     """One crawler; another user's crawler is reported as missing, not forbidden.
 
@@ -68,14 +73,19 @@ def get(session: Session, caller: Caller, crawler_id: int) -> Crawler:
     return crawler
 
 
-def update(crawler: Crawler, changes: dict[str, Any]) -> Crawler:
+def update(session: Session, crawler: Crawler, changes: dict[str, Any]) -> Crawler:
     """Apply a PATCH; the monitor notices the change and updates the subscriber in place."""
     if "query" in changes:
         crawler.query = validated_query(crawler.source, changes["query"])
-        crawler.uuid = source_key(crawler.source, crawler.query)
+        crawler.uuid = key_for(session, crawler.user_id, crawler.source, crawler.query)
     for name in ("name", "item_limit", "retention_days", "enabled"):
         if name in changes:
             setattr(crawler, name, changes[name])
+    return reconsider(crawler)
+
+
+def reconsider(crawler: Crawler) -> Crawler:
+    """After a change to the crawler or what it runs with, it gets another chance."""
     if not crawler.enabled:
         crawler.state = "disabled"
     elif crawler.state in ("disabled", "limit_reached", "failed"):

@@ -13,10 +13,16 @@ MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 
 
 def make_engine(url: str) -> Engine:
-    """An engine; SQLite gets WAL, a busy timeout and foreign keys: several processes share it."""
+    """An engine; SQLite gets WAL, a busy timeout and foreign keys: several processes share it.
+
+    SQL errors and logs leave out the statement's parameters, which may hold a user's stored
+    credential (blackwidow.credentials).
+    """
     if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True)
-    engine = create_engine(url, connect_args={"timeout": 15, "check_same_thread": False})
+        return create_engine(url, pool_pre_ping=True, hide_parameters=True)
+    engine = create_engine(
+        url, connect_args={"timeout": 15, "check_same_thread": False}, hide_parameters=True
+    )
 
     @event.listens_for(engine, "connect")
     def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def]

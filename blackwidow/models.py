@@ -1,4 +1,5 @@
-"""The hub's SQL records: users, crawlers, nodes, assignments and the monitor's leader lock.
+"""The hub's SQL records: users, their credentials and crawlers, nodes, assignments, subscriber
+runs and the monitor's leader lock.
 
 Everything the hub knows lives here, so a restarted hub resumes where it stopped.
 """
@@ -8,7 +9,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, Text, TypeDecorator
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # The largest INTEGER every back end stores: PostgreSQL's is 32-bit, SQLite's 64-bit.
@@ -52,6 +62,26 @@ class User(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
 
+class Credential(Base):
+    """A user's secret for a billed source, by name: pushed to nodes, never shown or logged.
+
+    The default repr names no column, so a stray log line cannot print the secret.
+    """
+
+    __tablename__ = "credentials"
+    __table_args__ = (
+        UniqueConstraint("user_id", "source", "name", name="uq_credentials_user_source_name"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    source: Mapped[str] = mapped_column(String(40))
+    name: Mapped[str] = mapped_column(String(64))
+    secret: Mapped[dict[str, Any]] = mapped_column(JSON)  # the source's credential fields
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+
 class Crawler(Base):
     """A user's configuration, plus what the monitor last learned about it from its node."""
 
@@ -68,6 +98,8 @@ class Crawler(Base):
     enabled: Mapped[bool] = mapped_column(default=True)
     state: Mapped[str] = mapped_column(String(20), default="pending")
     items_collected: Mapped[int] = mapped_column(default=0)
+    # items its providers delivered (billed), counted once per subscriber run
+    items_delivered: Mapped[int] = mapped_column(default=0, server_default="0")
     rate: Mapped[float] = mapped_column(default=0.0)  # items per second, smoothed
     lease: Mapped[int] = mapped_column(default=0)  # user-budget ceiling granted (ledger)
     last_error: Mapped[str | None] = mapped_column(Text)
@@ -107,6 +139,22 @@ class Assignment(Base):
     node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id", ondelete="CASCADE"), index=True)
     digest: Mapped[str | None] = mapped_column(String(40))
     pushed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+class SubscriberRun(Base):
+    """One life of a crawler's subscriber on a node, and the most items it reported delivered.
+
+    A node names a new run each time it creates a subscriber; keeping the highest count per
+    run lets the hub add only growth to the crawler's total, however often it hears it.
+    """
+
+    __tablename__ = "subscriber_runs"
+
+    run: Mapped[str] = mapped_column(String(32), primary_key=True)
+    crawler_id: Mapped[int] = mapped_column(
+        ForeignKey("crawlers.id", ondelete="CASCADE"), index=True
+    )
+    delivered: Mapped[int] = mapped_column(default=0, server_default="0")
 
 
 class MonitorLock(Base):

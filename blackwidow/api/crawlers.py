@@ -52,7 +52,7 @@ class CrawlerById(MethodView):
     def patch(self, changes: dict[str, Any], crawler_id: int) -> dict[str, Any]:
         with transaction() as session:
             crawler = crawlers.get(session, caller(session), crawler_id)
-            crawlers.update(crawler, changes)
+            crawlers.update(session, crawler, changes)
             return _out(crawler, crawlers.node_of(session, crawler_id))
 
     @blp.response(204)

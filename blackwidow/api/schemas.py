@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from marshmallow import Schema, fields, validate
+from marshmallow import INCLUDE, Schema, fields, validate
 
+from blackwidow.credentials import CREDENTIAL_SCHEMAS
 from blackwidow.models import MAX_INTEGER
 from sources.registry import SOURCE_TYPES
 
@@ -41,6 +42,63 @@ class UserCreated(UserOut):
     token = fields.String(metadata={"description": "bearer token; shown only once"})
 
 
+class UserUpdate(Schema):
+    item_limit = _limit
+
+
+def _credential_fields() -> str:
+    listed = "; ".join(f"{s}: {', '.join(c().fields)}" for s, c in CREDENTIAL_SCHEMAS.items())
+    return f"the fields of the source's credential, checked by source ({listed})"
+
+
+class CredentialFields(Schema):
+    """Any object here: the source named in the path decides which fields it must hold."""
+
+    class Meta:
+        unknown = INCLUDE
+        description = _credential_fields()
+
+
+class CredentialOut(Schema):
+    source = fields.String()
+    name = fields.String()
+    field_names = fields.List(
+        fields.String(),
+        data_key="fields",
+        attribute="fields",
+        metadata={"description": "the names of the fields stored; values are never shown"},
+    )
+    updated_at = fields.DateTime()
+
+
+class SourceUsage(Schema):
+    crawlers = fields.Integer()
+    items_stored = fields.Integer()
+    items_delivered = fields.Integer()
+
+
+class CrawlerUsage(Schema):
+    id = fields.Integer()
+    name = fields.String()
+    source = fields.String()
+    state = fields.String()
+    item_limit = fields.Integer(allow_none=True)
+    items_collected = fields.Integer()
+    items_delivered = fields.Integer()
+
+
+class UsageOut(Schema):
+    user_id = fields.Integer()
+    item_limit = fields.Integer(allow_none=True)
+    items_stored = fields.Integer(metadata={"description": "items stored, against the limit"})
+    items_delivered = fields.Integer(metadata={"description": "items providers delivered (billed)"})
+    remaining = fields.Integer(
+        allow_none=True, metadata={"description": "item_limit - items_stored; null: no limit"}
+    )
+    by_source = fields.Dict(keys=fields.String(), values=fields.Nested(SourceUsage))
+    crawlers = fields.List(fields.Nested(CrawlerUsage))
+
+
 class CrawlerCreate(Schema):
     name = _name
     source = fields.String(required=True, validate=validate.OneOf(sorted(SOURCE_TYPES)))
@@ -71,6 +129,7 @@ class CrawlerOut(Schema):
     state = fields.String()
     node_id = fields.Integer(allow_none=True)
     items_collected = fields.Integer()
+    items_delivered = fields.Integer(metadata={"description": "items its providers delivered"})
     last_error = fields.String(allow_none=True)
 
 

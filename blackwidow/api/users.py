@@ -1,4 +1,4 @@
-"""REST: users (admin only)."""
+"""REST: users. The admin creates and changes them; a user reads their own record and usage."""
 
 from __future__ import annotations
 
@@ -7,12 +7,15 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from blackwidow import accounts
+from blackwidow import accounts, crawlers, usage
 from blackwidow.api.context import caller, transaction
-from blackwidow.api.schemas import UserCreate, UserCreated
+from blackwidow.api.schemas import UsageOut, UserCreate, UserCreated, UserOut, UserUpdate
 from blackwidow.auth import require_admin
+from blackwidow.models import User
 
-blp = Blueprint("users", __name__, url_prefix="/api/v1/users", description="Users (admin token)")
+blp = Blueprint(
+    "users", __name__, url_prefix="/api/v1/users", description="Users (admin token, or their own)"
+)
 
 
 @blp.route("")
@@ -24,3 +27,29 @@ class Users(MethodView):
             require_admin(caller(session))
             user, token = accounts.create_user(session, data)
             return {"id": user.id, "name": user.name, "item_limit": user.item_limit, "token": token}
+
+
+@blp.route("/<int:user_id>")
+class UserById(MethodView):
+    @blp.response(200, UserOut)
+    def get(self, user_id: int) -> User:
+        with transaction() as session:
+            return accounts.get_user(session, caller(session), user_id)
+
+    @blp.arguments(UserUpdate)
+    @blp.response(200, UserOut)
+    def patch(self, changes: dict[str, Any], user_id: int) -> User:
+        """A new item budget; null removes it. Raised, it lets stopped crawlers run again."""
+        with transaction() as session:
+            who = caller(session)
+            require_admin(who)
+            return accounts.update_user(accounts.get_user(session, who, user_id), changes)
+
+
+@blp.route("/<int:user_id>/usage")
+class UserUsage(MethodView):
+    @blp.response(200, UsageOut)
+    def get(self, user_id: int) -> dict[str, Any]:
+        with transaction() as session:
+            user = accounts.get_user(session, caller(session), user_id)
+            return usage.summary(user, crawlers.of_user(session, user_id))

@@ -1,7 +1,8 @@
 """One monitor cycle (README step 3): poll, record, detect deaths, route, lease, push, record.
 
 Network calls happen between SQL transactions, never inside one, so a slow node does not
-hold a database lock. The decisions are the pure modules' (routing, reload, quota, states).
+hold a database lock. The decisions are the pure modules' (routing, reload, quota, states),
+gathered by blackwidow.monitor.desired; delivered items are counted by its deliveries module.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from datetime import timedelta
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from blackwidow.models import LIVE_NODE_STATES, Assignment, Crawler, Node, utcnow
-from blackwidow.monitor import leases
+from blackwidow.models import LIVE_NODE_STATES, Assignment, Crawler, Node, SubscriberRun, utcnow
+from blackwidow.monitor import deliveries, leases
+from blackwidow.monitor.desired import desired_subscribers, facts
 from blackwidow.monitor.detector import FailureDetector, Verdict
 from blackwidow.monitor.node_client import (
     NodeClient,
@@ -25,8 +27,7 @@ from blackwidow.monitor.node_client import (
 )
 from blackwidow.monitor.poller import NodeReport, poll_all
 from blackwidow.monitor.reload import Plan, plan_reload
-from blackwidow.monitor.routing import assign
-from blackwidow.monitor.states import CrawlerFacts, runnable, state_of
+from blackwidow.monitor.states import state_of
 from sources.model import SubscriberSpec
 
 log = logging.getLogger(__name__)
@@ -72,15 +73,15 @@ class Monitor:
             reports.pop(probe.id, None)
         with self._sessions.begin() as session:
             live = self._record_polls(session, reports, targets)
-            desired = self._desired(session, live)
+            wanted = desired_subscribers(session, live, self._routing, self._lease_horizon)
         reported = {node: report.digests() for node, report in reports.items() if report}
         unknown = {node for node, report in reports.items() if report is None}
         held = {c for digests in reported.values() for c in digests}
         held |= {c for node in unknown for c in assigned.get(node, [])}
-        outcome = self._execute(plan_reload(desired, reported), targets)
+        outcome = self._execute(plan_reload(wanted, reported), targets)
         with self._sessions.begin() as session:
-            confirmed = _confirmed(desired, reported, outcome)
-            _save_assignments(session, desired, confirmed, unknown)
+            confirmed = _confirmed(wanted, reported, outcome)
+            _save_assignments(session, wanted, confirmed, unknown)
             _record_states(session, confirmed, held, outcome)
 
     def _targets(self, session: Session) -> tuple[dict[int, NodeTarget], list[NodeTarget]]:
@@ -127,8 +128,9 @@ class Monitor:
                 node.last_polled_at = utcnow()
                 node.subscribers = len(report.subscribers)
                 node.data_sources = len(report.data_sources)
+                runs = deliveries.known_runs(session, report.subscribers)
                 for status in report.subscribers:
-                    self._record_status(session, status, now)
+                    self._record_status(session, status, now, runs)
                 continue
             verdict = self._detector.verdict(node_id, now)
             if verdict is Verdict.DEAD:
@@ -142,11 +144,14 @@ class Monitor:
             self._node_set = frozenset(live)
         return live
 
-    def _record_status(self, session: Session, status: dict, now: float) -> None:
+    def _record_status(
+        self, session: Session, status: dict, now: float, runs: dict[str, SubscriberRun]
+    ) -> None:
         crawler = session.get(Crawler, int(status["crawler_id"]))
         if crawler is None:
             return
         crawler.last_error = status.get("last_error")
+        deliveries.record(session, runs, crawler, status)
         if status.get("items_collected") is None:  # the node's store has not answered yet
             return
         count = int(status["items_collected"])
@@ -163,19 +168,6 @@ class Monitor:
         node.generation += 1  # fences the old generation off (see _targets)
         self._detector.forget(node.id)
         session.execute(delete(Assignment).where(Assignment.node_id == node.id))
-
-    # -- decide ----------------------------------------------------------------------------
-
-    def _desired(self, session: Session, live: list[int]) -> dict[int, tuple[int, SubscriberSpec]]:
-        """crawler id -> (node id, spec) for every crawler that should run now."""
-        crawlers = list(session.scalars(select(Crawler).order_by(Crawler.id)))
-        exhausted = leases.exhausted_users(session, crawlers)
-        wanted = [c for c in crawlers if runnable(_facts(c, c.user_id in exhausted, False))]
-        lease_of = leases.plan(session, crawlers, {c.id for c in wanted}, self._lease_horizon)
-        if not live:
-            return {}
-        nodes = assign({c.id: c.uuid for c in wanted}, live, self._routing)
-        return {c.id: (nodes[c.id], _spec(c, lease_of.get(c.id))) for c in wanted}
 
     # -- act -------------------------------------------------------------------------------
 
@@ -218,30 +210,7 @@ def _record_states(
             crawler.state, crawler.last_error = "failed", outcome.rejected[crawler.id]
             continue
         running = crawler.id in confirmed
-        crawler.state = state_of(_facts(crawler, crawler.user_id in exhausted, running))
-
-
-def _facts(crawler: Crawler, user_exhausted: bool, running: bool) -> CrawlerFacts:
-    return CrawlerFacts(
-        enabled=crawler.enabled,
-        failed=crawler.state == "failed",
-        item_limit=crawler.item_limit,
-        items_collected=crawler.items_collected,
-        user_exhausted=user_exhausted,
-        running=running,
-    )
-
-
-def _spec(crawler: Crawler, lease: int | None) -> SubscriberSpec:
-    return SubscriberSpec(
-        crawler_id=crawler.id,
-        user_id=crawler.user_id,
-        source=crawler.source,
-        query=crawler.query,
-        item_limit=crawler.item_limit,
-        lease=lease,
-        retention_days=crawler.retention_days,
-    )
+        crawler.state = state_of(facts(crawler, crawler.user_id in exhausted, running))
 
 
 def _assigned_by_node(session: Session) -> dict[int, list[int]]:

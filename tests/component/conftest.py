@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import db
 from blackwidow.app import create_app
@@ -102,6 +103,12 @@ def hub_app(database_url: str, tmp_path: Path) -> Iterator[Flask]:
 @pytest.fixture
 def client(hub_app: Flask) -> FlaskClient:
     return hub_app.test_client()
+
+
+@pytest.fixture
+def sessions(hub_app: Flask) -> sessionmaker[Session]:
+    """The hub's own sessions, for tests that set up or read what the monitor records."""
+    return hub_app.extensions["blackwidow"].sessions
 
 
 def bearer(token: str) -> dict[str, str]:

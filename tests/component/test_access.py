@@ -33,6 +33,7 @@ class Access(Enum):
     ANYONE = "no token needed"
     CALLER = "any user or the admin; answers with the caller's own crawlers only"
     OWNER = "names a crawler: only its owner (and the admin)"
+    SELF = "names a user: only that user (and the admin)"
     ADMIN = "the admin token only"
     CLUSTER = "the cluster secret only"
 
@@ -45,6 +46,9 @@ class Rule:
 
 def rss(name: str, feed: str = "https://blog.example/feed") -> dict[str, Any]:
     return {"name": name, "source": "rss", "query": {"feeds": [feed]}}
+
+
+CREDENTIAL = "/api/v1/users/<int:user_id>/credentials/<source>/<name>"
 
 
 ACCESS: dict[tuple[str, str], Rule] = {
@@ -71,7 +75,16 @@ ACCESS: dict[tuple[str, str], Rule] = {
     ),
     ("DELETE", "/api/v1/crawlers/<int:crawler_id>"): Rule(Access.OWNER),
     ("GET", "/api/v1/crawlers/<int:crawler_id>/items"): Rule(Access.OWNER),
+    ("GET", "/api/v1/users/<int:user_id>"): Rule(Access.SELF),
+    ("PATCH", "/api/v1/users/<int:user_id>"): Rule(Access.ADMIN, {"item_limit": 7}),
+    ("GET", "/api/v1/users/<int:user_id>/usage"): Rule(Access.SELF),
+    ("GET", "/api/v1/users/<int:user_id>/credentials"): Rule(Access.SELF),
+    ("PUT", CREDENTIAL): Rule(Access.SELF, {"bearer_token": "mallory-token"}),
+    ("DELETE", CREDENTIAL): Rule(Access.SELF),
 }
+
+# The path variable that names whose record a scoped route reaches.
+SCOPED_BY = {Access.OWNER: "crawler_id", Access.SELF: "user_id"}
 
 
 # The only API routes that need no token (README): a new public one is a decision to make here.
@@ -92,19 +105,24 @@ def route_id(route: tuple[str, str]) -> str:
 
 @dataclass
 class World:
-    """Two users, each with a crawler and an item in the same conversation."""
+    """Two users, each with a crawler and an item in the same conversation; A has a stored
+    credential too."""
 
     ana: dict[str, Any]
     bob: dict[str, Any]
     ana_crawler: dict[str, Any]
     bob_crawler: dict[str, Any]
 
-    def path(self, rule: str, crawler_id: int | None = None) -> str:
-        """The rule with its variables filled: by default, A's crawler."""
+    def path(self, rule: str, **given: Any) -> str:
+        """The rule with its variables filled: by default, A's crawler, A and A's credential."""
         values = {
-            "crawler_id": self.ana_crawler["id"] if crawler_id is None else crawler_id,
+            "crawler_id": self.ana_crawler["id"],
+            "user_id": self.ana["id"],
+            "source": "twitter",
+            "name": "default",
             "conversation_id": THREAD,
             "filename": "anything.txt",
+            **given,
         }
 
         def fill(match: re.Match[str]) -> str:
@@ -148,6 +166,12 @@ def world(hub_app: Flask, client: FlaskClient, make_user: Callable[..., dict[str
     hub_app.extensions["blackwidow"].store.add(
         [item(crawlers[0]["id"], f"{PRIVATE}-item"), item(crawlers[1]["id"], "bob-item")]
     )
+    stored = client.put(
+        f"/api/v1/users/{ana['id']}/credentials/twitter/default",
+        json={"bearer_token": f"{PRIVATE}-secret"},
+        headers=bearer(ana["token"]),
+    )
+    assert stored.status_code == 201, stored.json
     return World(ana, bob, *crawlers)
 
 
@@ -198,6 +222,8 @@ def test_the_access_table_covers_every_route_and_no_more(hub_app: Flask) -> None
             route, access = (method, rule.rule), ACCESS[(method, rule.rule)].access
             if "crawler_id" in rule.arguments:  # a crawler in the path: owner-scoped, always
                 assert access is Access.OWNER, route
+            if "user_id" in rule.arguments:  # a user in the path: that user's, or the admin's
+                assert access in (Access.SELF, Access.ADMIN), route
             if rule.rule.startswith("/api/v1/") and route not in PUBLIC_API:
                 assert access is not Access.ANYONE, route
 
@@ -280,33 +306,44 @@ def test_cluster_routes_take_the_cluster_secret(
     assert 200 <= allowed.status_code < 300, allowed.json
 
 
-# -- another user's crawler ------------------------------------------------------------------
+# -- another user's crawler, another user ---------------------------------------------------
 
 
-@pytest.mark.parametrize("route", routes_of(Access.OWNER), ids=route_id)
-def test_another_users_crawler_is_missing_and_untouched(
+@pytest.mark.parametrize("route", routes_of(Access.OWNER) + routes_of(Access.SELF), ids=route_id)
+def test_another_users_records_are_missing_and_untouched(
     hub_app: Flask, client: FlaskClient, world: World, route: tuple[str, str]
 ) -> None:
-    """B's token on A's crawler: the same 404 as for an id that never existed, nothing of A's
-    in the answer, and nothing changed in SQL or the store."""
+    """B's token on A's crawler, or on A's user id: the same 404 as for an id that never
+    existed, nothing of A's in the answer, and nothing changed in SQL or the store."""
     before = snapshot(hub_app, world)
-    ana_id, never = world.ana_crawler["id"], 999_999
+    variable = SCOPED_BY[ACCESS[route].access]
+    ana_id, never = world.path(f"<{variable}>"), 999_999
     as_bob = bearer(world.bob["token"])
     refused = call(client, route, world.path(route[1]), as_bob)
-    missing = call(client, route, world.path(route[1], never), as_bob)
+    missing = call(client, route, world.path(route[1], **{variable: never}), as_bob)
     assert refused.status_code == 404, refused.json
     assert refused.json["error"]["field"] == "id"
-    assert refused.json == _with_id(missing.json, str(never), str(ana_id))  # existence not leaked
+    assert refused.json == _with_id(missing.json, str(never), ana_id)  # existence not leaked
     assert PRIVATE not in refused.get_data(as_text=True)
     assert snapshot(hub_app, world) == before
-    reread = client.get(f"/api/v1/crawlers/{ana_id}", headers=bearer(world.ana["token"]))
+    reread = client.get(
+        f"/api/v1/crawlers/{world.ana_crawler['id']}", headers=bearer(world.ana["token"])
+    )
     assert reread.json == world.ana_crawler
     own = call(client, route, world.path(route[1]), bearer(world.ana["token"]))
     assert 200 <= own.status_code < 300, own.json  # the route works: 404 meant "not yours"
 
 
+@pytest.mark.parametrize("route", routes_of(Access.SELF), ids=route_id)
+def test_user_routes_take_the_admin_token(
+    client: FlaskClient, world: World, route: tuple[str, str]
+) -> None:
+    allowed = call(client, route, world.path(route[1]), bearer(ADMIN))
+    assert 200 <= allowed.status_code < 300, allowed.json
+
+
 def _with_id(body: Any, old: str, new: str) -> Any:
-    """An error body with one crawler id swapped for another."""
+    """An error body with one id swapped for another."""
     error = body["error"]
     return {"error": {**error, "message": error["message"].replace(old, new)}}
 

@@ -1,0 +1,56 @@
+"""A crawler's source key: its query's, and whose stored credential it fetches with.
+
+Two users' credentials of one name are two accounts, so a crawler whose user stored the
+credential its query names gets a key of its own (`credential_owner`); without one, the
+nodes' own credential of that name is shared by everyone who names it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from blackwidow.models import Crawler, Credential
+from sources.credentials import DEFAULT_CREDENTIAL
+from sources.keys import source_key
+from sources.registry import SOURCE_TYPES
+
+
+def credential_name(source: str, query: dict[str, Any]) -> str | None:
+    """The credential a query names, for a source that connects with one; else None."""
+    if SOURCE_TYPES[source].credential_schema is None:
+        return None
+    return str(query.get("credential", DEFAULT_CREDENTIAL))
+
+
+def key_for(session: Session, user_id: int, source: str, query: dict[str, Any]) -> str:
+    """The source key of a user's validated query, as the user's credentials now stand."""
+    name = credential_name(source, query)
+    stored = name is not None and stored_credential(session, user_id, source, name) is not None
+    return source_key(source, query, credential_owner=user_id if stored else None)
+
+
+def rekey(session: Session, user_id: int, source: str, name: str, stored: bool) -> list[Crawler]:
+    """New source keys for a user's crawlers whose query names a credential just stored
+    (`stored`) or removed; those crawlers are returned.
+
+    The name is read from the JSON query in Python: SQLite and PostgreSQL spell JSON paths
+    differently, and one user's crawlers of one source are few.
+    """
+    owned = session.scalars(
+        select(Crawler).where(Crawler.user_id == user_id, Crawler.source == source)
+    )
+    naming = [c for c in owned if credential_name(c.source, c.query) == name]
+    for crawler in naming:
+        crawler.uuid = source_key(source, crawler.query, user_id if stored else None)
+    return naming
+
+
+def stored_credential(session: Session, user_id: int, source: str, name: str) -> Credential | None:
+    return session.scalar(
+        select(Credential).where(
+            Credential.user_id == user_id, Credential.source == source, Credential.name == name
+        )
+    )

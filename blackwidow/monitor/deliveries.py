@@ -1,0 +1,67 @@
+"""Delivered accounting (what billed sources charge for): each item counted once per crawler.
+
+A node reports, for each subscriber, its `run` (new each time the node creates the
+subscriber) and `delivered`, the items the provider delivered in that run so far. The hub
+keeps the highest count heard per run and adds only the growth to the crawler's
+`items_delivered`, so repeated polls, a hub restart, and two nodes reporting one crawler
+during a move (two runs) never count an item twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from blackwidow.models import MAX_INTEGER, Crawler, SubscriberRun
+
+log = logging.getLogger(__name__)
+
+RUN_LENGTH = 32  # a uuid4 in hex: the width of subscriber_runs.run
+
+
+def reported(status: dict[str, Any]) -> tuple[str, int] | None:
+    """The (run, delivered) a subscriber status reports, or None when it reports no usable
+    pair (a node that does not count deliveries, or a value SQL could not store)."""
+    run, delivered = status.get("run"), status.get("delivered")
+    if not isinstance(run, str) or not 0 < len(run) <= RUN_LENGTH:
+        return None
+    if not isinstance(delivered, int) or isinstance(delivered, bool):
+        return None
+    if not 0 <= delivered <= MAX_INTEGER:
+        return None
+    return run, delivered
+
+
+def known_runs(session: Session, statuses: Iterable[dict[str, Any]]) -> dict[str, SubscriberRun]:
+    """The runs these statuses name that the hub has heard of before, in one query."""
+    runs = {pair[0] for status in statuses if (pair := reported(status)) is not None}
+    if not runs:
+        return {}
+    rows = session.scalars(select(SubscriberRun).where(SubscriberRun.run.in_(runs)))
+    return {row.run: row for row in rows}
+
+
+def record(
+    session: Session, runs: dict[str, SubscriberRun], crawler: Crawler, status: dict[str, Any]
+) -> None:
+    """Add what is new in this status to the crawler's total; `runs` (from known_runs) gains
+    any run heard for the first time."""
+    pair = reported(status)
+    if pair is None:
+        return
+    run, delivered = pair
+    row = runs.get(run)
+    if row is None:
+        row = runs[run] = SubscriberRun(run=run, crawler_id=crawler.id, delivered=0)
+        session.add(row)
+    elif row.crawler_id != crawler.id:
+        log.warning("run of another crawler run=%s crawler=%s", run, crawler.id)
+        return
+    growth = delivered - row.delivered
+    if growth > 0:
+        row.delivered = delivered
+        crawler.items_delivered = min(MAX_INTEGER, crawler.items_delivered + growth)
