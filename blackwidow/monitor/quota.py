@@ -51,6 +51,8 @@ def plan_leases(
             plan[crawler.crawler_id] = shrunk
         elif crawler.running and _headroom(crawler) < need:
             wants[crawler.crawler_id] = need - _headroom(crawler)
+    if sum(wants.values()) > max(free, 0):
+        _reclaim_idle(crawlers, plan, wants)
     held = {c.crawler_id: _held(c) for c in crawlers}
     for crawler_id, grant in _split(max(free, 0), wants).items():
         if grant > 0:
@@ -86,17 +88,35 @@ def _shrink_to(crawler: LeaseView, need: int) -> int | None:
     return target if target < crawler.lease else None
 
 
+def _reclaim_idle(
+    crawlers: Sequence[LeaseView], plan: dict[int, int], wants: dict[int, int]
+) -> None:
+    """When the free budget cannot cover the wants, leases idle crawlers hold unused go back.
+
+    Otherwise the last items of a budget could sit for ever in leases of crawlers that store
+    nothing, while a busy one waits. An idle crawler asks again next cycle; should it store
+    something meanwhile, its rate earns it a share.
+    """
+    for crawler in crawlers:
+        idle = crawler.running and crawler.rate == 0 and crawler.crawler_id not in plan
+        if idle and _headroom(crawler) > 0 and crawler.count < crawler.lease:
+            plan[crawler.crawler_id] = crawler.count
+            wants.pop(crawler.crawler_id, None)
+
+
 def _split(free: int, wants: dict[int, int]) -> dict[int, int]:
     """Grant every want if free covers them all, else share free in proportion to the wants.
 
-    Shares are floored, then the remainder goes one item at a time in crawler-id
-    order; the total never exceeds free and no share exceeds its want.
+    Shares are floored, then the remainder goes one item at a time to the largest fractions
+    (ties in crawler-id order), so a last item goes where it is wanted most; the total never
+    exceeds free and no share exceeds its want.
     """
     total = sum(wants.values())
     if total <= free:
         return dict(wants)
     grants = {crawler_id: free * want // total for crawler_id, want in wants.items()}
     remainder = free - sum(grants.values())
-    for crawler_id in sorted(wants)[:remainder]:
+    by_fraction = sorted(wants, key=lambda c: (-(free * wants[c] % total), c))
+    for crawler_id in by_fraction[:remainder]:
         grants[crawler_id] += 1
     return grants

@@ -137,6 +137,27 @@ CASES = {
         1,
         {1: 64, 2: 36},
     ),
+    "a starved budget takes back an idle crawler's unused lease": (
+        70,  # free 0; crawler 1 wants more, crawler 2 has stored nothing of its 10
+        [view(1, count=60, lease=60, rate=10.0), view(2, count=0, lease=10)],
+        10.0,
+        10,
+        {2: 0},
+    ),
+    "an idle crawler keeps its lease while the budget covers every want": (
+        100,
+        [view(1, count=60, lease=60, rate=1.0), view(2, count=0, lease=10)],
+        10.0,
+        10,
+        {1: 70},
+    ),
+    "a last item goes where it is wanted most, not to the lowest id": (
+        61,  # free 1; wants 10 and 100: both floor to 0, crawler 2's fraction is the larger
+        [view(1, count=0, lease=0, rate=1.0), view(2, count=60, lease=60, rate=10.0)],
+        10.0,
+        1,
+        {2: 61},
+    ),
 }
 
 
