@@ -93,9 +93,15 @@ class Cluster:
         return response.json()["token"]
 
     def crawler(self, token: str, feeds: list[str], **fields: Any) -> dict[str, Any]:
-        body = {"name": "c", "source": "rss", "query": {"feeds": feeds}, **fields}
+        query: dict[str, Any] = {"feeds": feeds}
         if "keywords" in fields:
-            body["query"]["keywords"] = body.pop("keywords")
+            query["keywords"] = fields.pop("keywords")
+        return self.create(token, "rss", query, **fields)
+
+    def create(
+        self, token: str, source: str, query: dict[str, Any], **fields: Any
+    ) -> dict[str, Any]:
+        body = {"name": "c", "source": source, "query": query, **fields}
         response = self.call("POST", "/api/v1/crawlers", token, json=body)
         assert response.status_code == 201, response.text
         return response.json()
