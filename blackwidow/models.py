@@ -141,6 +141,23 @@ class Assignment(Base):
     pushed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
 
+class SourceRun(Base):
+    """One life of a data source on a node, and the most items it reported delivered for a user.
+
+    Providers bill each item they deliver once, however many of a user's crawlers share the
+    connection; this is the user's billed figure, kept like SubscriberRun.
+    """
+
+    __tablename__ = "source_runs"
+
+    run: Mapped[str] = mapped_column(String(32), primary_key=True)
+    user_id: Mapped[int] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    source: Mapped[str] = mapped_column(String(40))
+    delivered: Mapped[int] = mapped_column(default=0, server_default="0")
+
+
 class SubscriberRun(Base):
     """One life of a crawler's subscriber on a node, and the most items it reported delivered.
 

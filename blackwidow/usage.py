@@ -3,28 +3,46 @@ and per crawler. Reads what the monitor last recorded; decides nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from blackwidow.models import Crawler, User
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from blackwidow.models import Crawler, SourceRun, User
 
 
-def summary(user: User, owned: Sequence[Crawler]) -> dict[str, Any]:
+def summary(user: User, owned: Sequence[Crawler], billed: Mapping[str, int]) -> dict[str, Any]:
+    """`billed` is what providers delivered for the user by source, each item once however
+    many of the user's crawlers shared its connection; a crawler's own figure counts what
+    reached that crawler."""
     stored = sum(c.items_collected for c in owned)
-    by_source: dict[str, dict[str, int]] = {}
+    by_source: dict[str, dict[str, int]] = {
+        source: {"crawlers": 0, "items_stored": 0, "items_delivered": delivered}
+        for source, delivered in billed.items()
+    }
     for crawler in owned:
         totals = by_source.setdefault(
             crawler.source, {"crawlers": 0, "items_stored": 0, "items_delivered": 0}
         )
         totals["crawlers"] += 1
         totals["items_stored"] += crawler.items_collected
-        totals["items_delivered"] += crawler.items_delivered
     return {
         "user_id": user.id,
         "item_limit": user.item_limit,
         "items_stored": stored,
-        "items_delivered": sum(c.items_delivered for c in owned),
+        "items_delivered": sum(billed.values()),
         "remaining": None if user.item_limit is None else max(0, user.item_limit - stored),
         "by_source": by_source,
         "crawlers": list(owned),  # the response schema picks the fields it shows
     }
+
+
+def billed(session: Session, user_id: int) -> dict[str, int]:
+    """Items providers delivered for a user, by source type (see monitor.deliveries)."""
+    rows = session.execute(
+        select(SourceRun.source, func.sum(SourceRun.delivered))
+        .where(SourceRun.user_id == user_id)
+        .group_by(SourceRun.source)
+    )
+    return {source: int(total) for source, total in rows}

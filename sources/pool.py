@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +26,12 @@ OpenSource = Callable[[str, SubscriberSpec], DataSource]
 @dataclass
 class _Shared:
     source: DataSource
+    source_type: str
     crawler_ids: set[int] = field(default_factory=set)
+    # What a provider bills: each item once per user it reached, however many of the user's
+    # crawlers share the source. `run` names this source's life, for the hub's accounting.
+    run: str = field(default_factory=lambda: uuid.uuid4().hex)
+    delivered: Counter[int] = field(default_factory=Counter)
     error: str | None = None  # the source's own trouble, shown on every subscriber
     crawler_errors: dict[int, str] = field(default_factory=dict)  # one subscriber's trouble
 
@@ -40,7 +47,10 @@ class _PoolSink:
         self._shared = shared
 
     def deliver(self, items: Sequence[Item], to: Collection[int] | None = None) -> None:
-        for subscriber in self._pool.members(self._shared, to):
+        members = self._pool.members(self._shared, to)
+        for user_id in {subscriber.spec.user_id for subscriber in members}:
+            self._shared.delivered[user_id] += len(items)
+        for subscriber in members:
             subscriber.offer(items)
 
     def report_error(self, message: str | None, to: Collection[int] | None = None) -> None:
@@ -95,7 +105,7 @@ class DataSourcePool:
         shared = self._sources.get(key)
         started = shared is None
         if shared is None:
-            shared = _Shared(source=self._open_source(key, spec))
+            shared = _Shared(source=self._open_source(key, spec), source_type=spec.source)
             self._sources[key] = shared
         shared.crawler_ids.add(spec.crawler_id)
         subscriber.source_error = shared.error
@@ -179,6 +189,13 @@ class DataSourcePool:
     def data_sources(self) -> list[dict[str, Any]]:
         with self._lock:
             return [
-                {"key": key, "subscribers": len(shared.crawler_ids), "error": shared.error}
+                {
+                    "key": key,
+                    "source": shared.source_type,
+                    "subscribers": len(shared.crawler_ids),
+                    "error": shared.error,
+                    "run": shared.run,
+                    "delivered": {str(user): n for user, n in shared.delivered.items()},
+                }
                 for key, shared in sorted(self._sources.items())
             ]

@@ -52,4 +52,5 @@ class UserUsage(MethodView):
     def get(self, user_id: int) -> dict[str, Any]:
         with transaction() as session:
             user = accounts.get_user(session, caller(session), user_id)
-            return usage.summary(user, crawlers.of_user(session, user_id))
+            owned = crawlers.of_user(session, user_id)
+            return usage.summary(user, owned, usage.billed(session, user_id))

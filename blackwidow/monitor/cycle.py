@@ -128,6 +128,7 @@ class Monitor:
                 node.last_polled_at = utcnow()
                 node.subscribers = len(report.subscribers)
                 node.data_sources = len(report.data_sources)
+                deliveries.record_sources(session, report.data_sources)
                 runs = deliveries.known_runs(session, report.subscribers)
                 for status in report.subscribers:
                     self._record_status(session, status, now, runs)

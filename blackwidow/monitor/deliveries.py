@@ -1,10 +1,13 @@
-"""Delivered accounting (what billed sources charge for): each item counted once per crawler.
+"""Delivered accounting (what billed sources charge for): per crawler, and per user as billed.
 
 A node reports, for each subscriber, its `run` (new each time the node creates the
 subscriber) and `delivered`, the items the provider delivered in that run so far. The hub
 keeps the highest count heard per run and adds only the growth to the crawler's
 `items_delivered`, so repeated polls, a hub restart, and two nodes reporting one crawler
 during a move (two runs) never count an item twice.
+
+Data sources report the same way per user (`run`, `delivered: {user id: n}`): an item that
+reached three of a user's crawlers over one connection is billed, and counted, once.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from blackwidow.models import MAX_INTEGER, Crawler, SubscriberRun
+from blackwidow.models import MAX_INTEGER, Crawler, SourceRun, SubscriberRun, User
 
 log = logging.getLogger(__name__)
 
@@ -65,3 +68,37 @@ def record(
     if growth > 0:
         row.delivered = delivered
         crawler.items_delivered = min(MAX_INTEGER, crawler.items_delivered + growth)
+
+
+def _count(value: Any) -> int | None:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_INTEGER:
+        return None
+    return value
+
+
+def record_sources(session: Session, data_sources: Iterable[dict[str, Any]]) -> None:
+    """Keep the highest count each data-source run reported for each user."""
+    reports: dict[tuple[str, int], tuple[str, int]] = {}  # (run, user) -> (source, delivered)
+    for entry in data_sources:
+        run, source, by_user = entry.get("run"), entry.get("source"), entry.get("delivered")
+        if not isinstance(run, str) or not 0 < len(run) <= RUN_LENGTH:
+            continue
+        if not isinstance(source, str) or not isinstance(by_user, dict):
+            continue
+        for user, delivered in by_user.items():
+            if str(user).isdigit() and (count := _count(delivered)) is not None:
+                reports[(run, int(user))] = (source[:40], count)
+    if not reports:
+        return
+    runs = {run for run, _user in reports}
+    users = set(session.scalars(select(User.id).where(User.id.in_({u for _r, u in reports}))))
+    known = {
+        (row.run, row.user_id): row
+        for row in session.scalars(select(SourceRun).where(SourceRun.run.in_(runs)))
+    }
+    for (run, user_id), (source, delivered) in reports.items():
+        row = known.get((run, user_id))
+        if row is None and user_id in users:
+            session.add(SourceRun(run=run, user_id=user_id, source=source, delivered=delivered))
+        elif row is not None and delivered > row.delivered:
+            row.delivered = delivered

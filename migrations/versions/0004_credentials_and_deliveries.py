@@ -1,7 +1,8 @@
 """Users store credentials of billed sources; crawlers count the items their providers delivered.
 
 `subscriber_runs` keeps the highest delivered count each subscriber run reported, so a
-crawler's `items_delivered` grows only by what is new, however often a run is heard.
+crawler's `items_delivered` grows only by what is new, however often a run is heard;
+`source_runs` does the same per data source and user, the figure a provider bills.
 
 Revision ID: 0004
 Revises: 0003
@@ -40,6 +41,16 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("run"),
     )
     op.create_index(op.f("ix_subscriber_runs_crawler_id"), "subscriber_runs", ["crawler_id"])
+    op.create_table(
+        "source_runs",
+        sa.Column("run", sa.String(length=32), nullable=False),
+        sa.Column("user_id", sa.Integer(), nullable=False),
+        sa.Column("source", sa.String(length=40), nullable=False),
+        sa.Column("delivered", sa.Integer(), nullable=False, server_default="0"),
+        sa.ForeignKeyConstraint(["user_id"], ["users.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("run", "user_id"),
+    )
+    op.create_index(op.f("ix_source_runs_user_id"), "source_runs", ["user_id"])
     with op.batch_alter_table("crawlers") as batch:
         batch.add_column(
             sa.Column("items_delivered", sa.Integer(), nullable=False, server_default="0")
@@ -49,6 +60,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     with op.batch_alter_table("crawlers") as batch:
         batch.drop_column("items_delivered")
+    op.drop_index(op.f("ix_source_runs_user_id"), table_name="source_runs")
+    op.drop_table("source_runs")
     op.drop_index(op.f("ix_subscriber_runs_crawler_id"), table_name="subscriber_runs")
     op.drop_table("subscriber_runs")
     op.drop_index(op.f("ix_credentials_user_id"), table_name="credentials")

@@ -1,5 +1,6 @@
 """Delivered accounting on a real database: each delivered item is counted once per crawler,
-however often a run is heard, across hub restarts and while two nodes report one crawler."""
+and once per user for what a shared data source delivered, however often a run is heard,
+across hub restarts and while two nodes report one crawler."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from blackwidow.models import Crawler, SubscriberRun, User
+from blackwidow import usage
+from blackwidow.models import Crawler, SourceRun, SubscriberRun, User
 from blackwidow.monitor import deliveries
 
 OLD_RUN, NEW_RUN = "a" * 32, "b" * 32
@@ -120,3 +122,46 @@ def test_runs_go_with_their_crawler(sessions, two_crawlers) -> None:
         session.delete(session.get(Crawler, one))
     with sessions() as session:
         assert session.scalars(select(SubscriberRun.run)).all() == [NEW_RUN]
+
+
+def source_report(run: str, source: str, by_user: dict[Any, Any]) -> dict[str, Any]:
+    return {"key": "k", "source": source, "subscribers": 3, "run": run, "delivered": by_user}
+
+
+def billed(sessions: sessionmaker[Session], user_id: int) -> dict[str, int]:
+    with sessions() as session:
+        return usage.billed(session, user_id)
+
+
+def record_sources(sessions: sessionmaker[Session], reports: list[dict[str, Any]]) -> None:
+    with sessions.begin() as session:
+        deliveries.record_sources(session, reports)
+
+
+def test_a_shared_source_bills_each_user_once_per_item(sessions, two_crawlers) -> None:
+    with sessions() as session:
+        ana = session.scalar(select(User.id))
+    record_sources(sessions, [source_report(OLD_RUN, "datasift", {str(ana): 10})])
+    record_sources(sessions, [source_report(OLD_RUN, "datasift", {str(ana): 25})])
+    record_sources(sessions, [source_report(OLD_RUN, "datasift", {str(ana): 20})])  # late echo
+    record_sources(sessions, [source_report(NEW_RUN, "datasift", {str(ana): 5})])  # a move
+    assert billed(sessions, ana) == {"datasift": 30}
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        {"run": "", "source": "rss", "delivered": {"1": 3}},
+        {"run": "x" * 33, "source": "rss", "delivered": {"1": 3}},
+        {"run": OLD_RUN, "source": None, "delivered": {"1": 3}},
+        {"run": OLD_RUN, "source": "rss", "delivered": [3]},
+        {"run": OLD_RUN, "source": "rss", "delivered": {"one": 3}},
+        {"run": OLD_RUN, "source": "rss", "delivered": {"1": -1}},
+        {"run": OLD_RUN, "source": "rss", "delivered": {"1": True}},
+        {"run": OLD_RUN, "source": "rss", "delivered": {"999999": 3}},  # no such user
+    ],
+)
+def test_unusable_source_reports_bill_nothing(sessions, two_crawlers, report) -> None:
+    record_sources(sessions, [report])
+    with sessions() as session:
+        assert session.scalar(select(SourceRun.run)) is None

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from blackwidow.models import Crawler
+from blackwidow.models import Crawler, SourceRun
 from tests.component.conftest import ADMIN, bearer
 
 
@@ -66,16 +66,20 @@ def test_usage_adds_up_stored_and_delivered_items(client: FlaskClient, make_user
         for crawler_id, stored, delivered in zip(ids, (10, 20, 30), (10, 25, 90), strict=True):
             crawler = session.get(Crawler, crawler_id)
             crawler.items_collected, crawler.items_delivered = stored, delivered
+        # billed per data source: the two rss crawlers shared a source that delivered 25
+        session.add(SourceRun(run="r" * 32, user_id=ana["id"], source="rss", delivered=25))
+        session.add(SourceRun(run="t" * 32, user_id=ana["id"], source="twitter", delivered=90))
+        session.add(SourceRun(run="b" * 32, user_id=bob["id"], source="rss", delivered=7))
 
     usage = client.get(f"/api/v1/users/{ana['id']}/usage", headers=bearer(ana["token"])).json
     assert {k: v for k, v in usage.items() if k != "crawlers"} == {
         "user_id": ana["id"],
         "item_limit": 100,
         "items_stored": 60,
-        "items_delivered": 125,
+        "items_delivered": 115,
         "remaining": 40,
         "by_source": {
-            "rss": {"crawlers": 2, "items_stored": 30, "items_delivered": 35},
+            "rss": {"crawlers": 2, "items_stored": 30, "items_delivered": 25},
             "twitter": {"crawlers": 1, "items_stored": 30, "items_delivered": 90},
         },
     }
