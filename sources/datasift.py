@@ -19,8 +19,7 @@ import requests
 
 from sources.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink, SubscriberSpec
-from sources.reconnect import ReconnectPolicy, describe_http_error
-from sources.twitter_stream import short_error
+from sources.reconnect import ReconnectPolicy, describe_http_error, short_error
 
 log = logging.getLogger(__name__)
 

@@ -52,3 +52,9 @@ def describe_http_error(provider: str, status: int, wait: float) -> str:
     else:
         what = f"{provider} answered HTTP {status}"
     return f"{what}; retrying in {wait:g}s"
+
+
+def short_error(error: BaseException) -> str:
+    """One line about a failed API call, never more than the provider said (no headers)."""
+    text = str(error).strip().splitlines()
+    return (text[0] if text else type(error).__name__)[:200]

@@ -19,10 +19,10 @@ import tweepy
 from sources import twitter_rules
 from sources.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink, SubscriberSpec
-from sources.reconnect import ReconnectPolicy, describe_http_error
+from sources.reconnect import ReconnectPolicy, describe_http_error, short_error
+from sources.twitter_client import x_client
 from sources.twitter_items import EXPANSIONS, TWEET_FIELDS, USER_FIELDS, tweet_item, users_by_id
 from sources.twitter_query import rule_limits
-from sources.twitter_stream import short_error, x_client
 
 log = logging.getLogger(__name__)
 

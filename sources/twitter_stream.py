@@ -14,44 +14,26 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import tweepy
 
-from sources import api_session, twitter_rules
+from sources import twitter_client, twitter_rules
 from sources.backoff import doubling_delay
 from sources.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink, SubscriberSpec
-from sources.reconnect import ReconnectPolicy, describe_http_error
+from sources.reconnect import ReconnectPolicy, describe_http_error, short_error
 from sources.twitter_items import EXPANSIONS, TWEET_FIELDS, USER_FIELDS, tweet_item, users_by_id
-from sources.twitter_query import DEFAULT_API_BASE, RuleLimits, rule_limits
+from sources.twitter_query import RuleLimits, rule_limits
 from sources.twitter_rules import Group, RemoteRule, TermTooLong
 
 log = logging.getLogger(__name__)
-# tweepy logs every request's headers, bearer token included, at DEBUG: never let it.
-logging.getLogger("tweepy").setLevel(logging.INFO)
 
 SETTLE = 0.3  # seconds without rule changes before they are sent: a hub's pushes come in a burst
 RULES_RETRY_FIRST = 1.0
 RULES_RETRY_MAX = 60.0
 STOP_WAIT = 5.0
-
-
-def x_client(
-    make: Callable[..., Any], credential: dict[str, Any], fetcher: GuardedFetcher, **options: Any
-) -> Any:
-    """A tweepy client for the credential, guarded and routed to its `api_base`."""
-    client = make(credential["bearer_token"], **options)
-    api_session.route(client.session, fetcher, DEFAULT_API_BASE, credential["api_base"])
-    return client
-
-
-def short_error(error: BaseException) -> str:
-    """One line about a failed API call, never more than the provider said (no headers)."""
-    text = str(error).strip().splitlines()
-    return (text[0] if text else type(error).__name__)[:200]
 
 
 class _Connection(tweepy.StreamingClient):
@@ -61,7 +43,7 @@ class _Connection(tweepy.StreamingClient):
         self, source: TwitterStreamSource, credential: dict[str, Any], fetcher: GuardedFetcher
     ) -> None:
         super().__init__(credential["bearer_token"], daemon=True)
-        api_session.route(self.session, fetcher, DEFAULT_API_BASE, credential["api_base"])
+        twitter_client.route(self.session, credential, fetcher)
         self._source = source
         self.refused_with: int | None = None
 
@@ -205,7 +187,7 @@ class TwitterStreamSource:
     def _reconcile(self) -> None:
         """Bring the app's rules to what the subscribers want: GET, then delete and add the
         difference. Run at start too, which is how rules left by an earlier run are settled."""
-        client = x_client(tweepy.StreamingClient, self._credential, self._fetcher)
+        client = twitter_client.x_client(tweepy.StreamingClient, self._credential, self._fetcher)
         with self._lock:
             groups = list(self._groups.values())
         existing = [RemoteRule(r.id, r.value, r.tag) for r in client.get_rules().data or []]
