@@ -43,8 +43,17 @@ def route(
     base: str,
 ) -> requests.Session:
     """Guard `session` and send what it asks of `official` to `base` instead."""
-    session.trust_env = False  # a proxy from the environment would bypass the guard
     adapter = _Rerouting(fetcher.guarded_adapter(), official.rstrip("/"), base.rstrip("/"))
+    return _mount(session, adapter)
+
+
+def guarded(session: requests.Session, fetcher: GuardedFetcher) -> requests.Session:
+    """Guard `session`: each connection's peer is checked as the fetcher's are."""
+    return _mount(session, fetcher.guarded_adapter())
+
+
+def _mount(session: requests.Session, adapter: BaseAdapter) -> requests.Session:
+    session.trust_env = False  # a proxy from the environment would bypass the guard
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session

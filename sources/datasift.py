@@ -10,38 +10,28 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import requests
 
+from sources import api_session
 from sources.fetcher import GuardedFetcher
-from sources.model import Item, SourceSink, SubscriberSpec
+from sources.model import Item, SourceSink, SubscriberSpec, parse_utc
 from sources.reconnect import ReconnectPolicy, describe_http_error, short_error
+from sources.threaded import ThreadedSource
 
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 90.0  # a stream silent this long, keep-alives included, is dead
 MAX_LINE = 1024 * 1024
-STOP_WAIT = 5.0
 _TEXT_FIELDS = ("url", "title", "text", "author", "conversation_id", "in_reply_to")
 
 
 class BadLine(ValueError):
     """A line that is not an item: skipped and counted, never logged (it may hold anything)."""
-
-
-def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def parse_line(line: bytes, fetched_at: datetime) -> Item:
@@ -58,12 +48,14 @@ def parse_line(line: bytes, fetched_at: datetime) -> Item:
         id=str(item_id),
         source="datasift",
         fetched_at=fetched_at,
-        published_at=_time(data.get("created_at")),
+        published_at=parse_utc(data.get("created_at")),
         **{name: value if isinstance(value, str) else None for name, value in text.items()},
     )
 
 
-class PaidStreamSource:
+class PaidStreamSource(ThreadedSource):
+    thread_name = "paid-stream"
+
     def __init__(
         self,
         key: str,
@@ -72,39 +64,15 @@ class PaidStreamSource:
         fetcher: GuardedFetcher,
         rate_limit_wait: float,
     ) -> None:
-        self.key = key
+        super().__init__(key)
         self._query = spec.query["query"]
         self._credential = credential
-        self._session = requests.Session()
-        self._session.trust_env = False  # a proxy from the environment would bypass the guard
-        adapter = fetcher.guarded_adapter()
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
+        self._session = api_session.guarded(requests.Session(), fetcher)
         self._policy = ReconnectPolicy(rate_limit_wait)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self.bad_lines = 0
-
-    def attach(self, spec: SubscriberSpec) -> None:
-        """Nothing to do: every subscriber asked for this very query."""
-
-    def detach(self, crawler_id: int) -> None:
-        """Nothing to do: the query is the same for the others."""
 
     def snapshot(self) -> list[Item]:
         return []  # a stream has no past to replay
-
-    def start(self, sink: SourceSink) -> None:
-        self._thread = threading.Thread(
-            target=self._run, args=(sink,), name=f"paid-stream-{self.key}", daemon=True
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop reading; the connection closes at its next line or keep-alive."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=STOP_WAIT)
 
     def _run(self, sink: SourceSink) -> None:
         while not self._stop.is_set():

@@ -20,6 +20,18 @@ def utc_text(moment: datetime) -> str:
     return utc.isoformat(timespec="microseconds")
 
 
+def parse_utc(value: Any) -> datetime | None:
+    """An API's ISO-8601 time (`...Z` included) as an aware instant; naive ones are UTC, and
+    anything else is no time at all."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 @dataclass(frozen=True)
 class Item:
     """One crawled record. A data source emits items with no crawler; a subscriber claims them."""

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from sources.model import Item
+from sources.model import Item, parse_utc
 
 # What every request for tweets asks X to include.
 TWEET_FIELDS = ["author_id", "created_at", "conversation_id", "referenced_tweets", "lang"]
@@ -16,16 +16,6 @@ USER_FIELDS = ["username", "name"]
 
 def users_by_id(users: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
     return {str(user["id"]): user for user in users if "id" in user}
-
-
-def _created_at(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def tweet_item(
@@ -50,7 +40,7 @@ def tweet_item(
         title=None,
         text=tweet.get("text"),
         author=username or (str(author_id) if author_id else None),
-        published_at=_created_at(tweet.get("created_at")),
+        published_at=parse_utc(tweet.get("created_at")),
         fetched_at=fetched_at,
         conversation_id=tweet.get("conversation_id"),
         in_reply_to=replied_to,

@@ -20,6 +20,7 @@ from sources import twitter_rules
 from sources.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink, SubscriberSpec
 from sources.reconnect import ReconnectPolicy, describe_http_error, short_error
+from sources.threaded import ThreadedSource
 from sources.twitter_client import x_client
 from sources.twitter_items import EXPANSIONS, TWEET_FIELDS, USER_FIELDS, tweet_item, users_by_id
 from sources.twitter_query import rule_limits
@@ -29,10 +30,11 @@ log = logging.getLogger(__name__)
 PAGE_SIZE = 100  # X's largest page
 MAX_PAGES = 10  # per query and poll: a search this far behind skips its oldest new tweets
 RECENT_ITEMS = 1000  # what a crawler joining the shared search later is given, newest last
-STOP_WAIT = 5.0
 
 
-class TwitterSearchSource:
+class TwitterSearchSource(ThreadedSource):
+    thread_name = "x-search"
+
     def __init__(
         self,
         key: str,
@@ -42,7 +44,7 @@ class TwitterSearchSource:
         interval: float,
         rate_limit_wait: float,
     ) -> None:
-        self.key = key
+        super().__init__(key)
         self._client = x_client(tweepy.Client, credential, fetcher, return_type=dict)
         self._queries = twitter_rules.pack(
             spec.query["terms"], spec.query["languages"], rule_limits(credential).max_query_length
@@ -52,30 +54,11 @@ class TwitterSearchSource:
         self._since: dict[str, str] = {}  # query -> newest tweet id seen
         self._recent: deque[Item] = deque(maxlen=RECENT_ITEMS)
         self._recent_lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def attach(self, spec: SubscriberSpec) -> None:
-        """Nothing to do: every subscriber asked for these very terms."""
-
-    def detach(self, crawler_id: int) -> None:
-        """Nothing to do: the search is the same for the others."""
 
     def snapshot(self) -> list[Item]:
         """What the search found lately, so a crawler joining it gets what the first one got."""
         with self._recent_lock:
             return list(self._recent)
-
-    def start(self, sink: SourceSink) -> None:
-        self._thread = threading.Thread(
-            target=self._run, args=(sink,), name=f"x-search-{self.key}", daemon=True
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=STOP_WAIT)
 
     def _run(self, sink: SourceSink) -> None:
         while not self._stop.is_set():
