@@ -21,12 +21,13 @@ from tests.servers.fake_x import FakeX
 from tests.support import wait_until
 
 RATE_LIMIT_WAIT = 0.5
-USER_TOKEN = "user-token"  # an app of the user's own, stored on the hub
+NODE_TOKEN = "node-bearer-7f3a9c"  # the nodes' own app, from BLACKWIDOW_CREDENTIALS
+USER_TOKEN = "user-bearer-51d2e8"  # an app of the user's own, stored on the hub
 
 
 @pytest.fixture
 def x() -> Iterator[FakeX]:
-    with FakeX(tokens=("test-token", USER_TOKEN), keepalive=0.1) as fake:
+    with FakeX(tokens=(NODE_TOKEN, USER_TOKEN), keepalive=0.1) as fake:
         yield fake
 
 
@@ -38,7 +39,7 @@ def paid() -> Iterator[FakePaidStream]:
 
 def start(cluster: Any, x: FakeX, paid: FakePaidStream, nodes: int = 3) -> Cluster:
     credentials = {
-        "twitter": {"default": {"bearer_token": "test-token", "api_base": x.url}},
+        "twitter": {"default": {"bearer_token": NODE_TOKEN, "api_base": x.url}},
         "datasift": {"default": {"endpoint": f"{paid.url}/stream", "auth_value": paid.secret}},
     }
     return cluster(
@@ -98,14 +99,17 @@ def test_ten_streaming_crawlers_share_one_connection_and_stop_exactly(cluster, x
     ]
     wait_states(c, token, ids, "running", "ten crawlers running")
     assert len({c.get(token, i)["node_id"] for i in ids}) == 1  # the credential is the key
-    wait_until(lambda: len(x.rules()) == 9 and x.open_streams() == 1, what="9 rules, 1 stream")
+    wait_until(
+        lambda: len(x.rules(NODE_TOKEN)) == 9 and x.open_streams() == 1, what="9 rules, 1 stream"
+    )
 
     # Phase 1: "alpha" reaches crawlers 0-4 only, and each stops at exactly its own limit.
     x.publish_many([f"alpha news {n}" for n in range(100)])
     wait_states(c, token, ids[:5], "limit_reached", "crawlers 0-4 at their limits")
     assert stored(c, token, ids) == [CRAWLER_LIMIT] * 5 + [0] * 5
     # The hub removed them, so their rules went; the stream stayed connected.
-    wait_until(lambda: len(x.rules()) == 5, what="the stopped crawlers' rules deleted")
+    wait_until(lambda: len(x.rules(NODE_TOKEN)) == 5, what="the stopped crawlers' rules deleted")
+    assert x.connections_accepted == 1  # rules changed under the open connection
 
     # Phase 2: a fast burst reaching crawlers 5-9 spends the user's budget to the item.
     x.publish_many([f"beta gamma delta epsilon {n}" for n in range(1000)])
@@ -123,7 +127,9 @@ def test_ten_streaming_crawlers_share_one_connection_and_stop_exactly(cluster, x
     )
     assert patched.status_code == 200, patched.text
     wait_states(c, token, ids[5:], "running", "crawlers 5-9 running again")
-    wait_until(lambda: x.open_streams() == 1 and len(x.rules()) == 5, what="their rules back")
+    wait_until(
+        lambda: x.open_streams() == 1 and len(x.rules(NODE_TOKEN)) == 5, what="their rules back"
+    )
     x.publish_many([f"epsilon beta gamma again {n}" for n in range(1000)])
     wait_states(c, token, ids, "limit_reached", "the raised budget spent")
     final = stored(c, token, ids)
@@ -158,8 +164,8 @@ def test_the_stream_reconnects_after_a_drop_and_backs_off_from_429s(cluster, x, 
     token = c.user()
     crawler = c.create(token, "twitter", {"terms": ["alpha"]})["id"]
     wait_states(c, token, [crawler], "running", "the crawler running")
-    wait_until(lambda: x.rules() and x.open_streams() == 1, what="rule and stream")
-    rules_before = x.rules()
+    wait_until(lambda: x.rules(NODE_TOKEN) and x.open_streams() == 1, what="rule and stream")
+    rules_before = x.rules(NODE_TOKEN)
 
     x.fail_next_connects(3, 429)
     x.drop_streams()
@@ -179,7 +185,7 @@ def test_the_stream_reconnects_after_a_drop_and_backs_off_from_429s(cluster, x, 
     gaps = [later - earlier for (earlier, _), (later, _) in itertools.pairwise(attempts)]
     waits = [RATE_LIMIT_WAIT, 2 * RATE_LIMIT_WAIT, 4 * RATE_LIMIT_WAIT]
     assert all(gap >= wait for gap, wait in zip(gaps[-3:], waits, strict=True))
-    assert x.rules() == rules_before  # a reconnect does not touch the rules
+    assert x.rules(NODE_TOKEN) == rules_before  # a reconnect does not touch the rules
     MEASUREMENTS.append(
         "twitter stream dropped, then 3 x 429: waits "
         + ", ".join(f"{gap:.2f}s" for gap in gaps[-3:])
@@ -192,8 +198,10 @@ def test_when_the_streams_node_dies_its_rules_are_reconciled_not_duplicated(clus
     token = c.user()
     ids = [c.create(token, "twitter", {"terms": t})["id"] for t in (["a1"], ["b2"], ["c3"])]
     wait_states(c, token, ids, "running", "three crawlers running")
-    wait_until(lambda: len(x.rules()) == 3 and x.open_streams() == 1, what="rules and stream")
-    rules = x.rules()
+    wait_until(
+        lambda: len(x.rules(NODE_TOKEN)) == 3 and x.open_streams() == 1, what="rules and stream"
+    )
+    rules = x.rules(NODE_TOKEN)
     adds_before = sum(1 for _method, body in x.rule_requests if "add" in (body or {}))
     victim = c.get(token, ids[0])["node_id"]
     c.node_by_id(victim).kill()
@@ -209,7 +217,7 @@ def test_when_the_streams_node_dies_its_rules_are_reconciled_not_duplicated(clus
     wait_until(lambda: x.connections_accepted == 2 and x.open_streams() == 1, what="reconnected")
     tweet = x.publish("b2 moved")
     wait_until(lambda: tweet in {i["id"] for i in c.items(token, ids[1])}, what="delivered")
-    assert x.rules() == rules  # the same rules, same ids: kept, not added again
+    assert x.rules(NODE_TOKEN) == rules  # the same rules, same ids: kept, not added again
     assert sum(1 for _method, body in x.rule_requests if "add" in (body or {})) == adds_before
     assert x.max_open_streams == 1
 
@@ -256,7 +264,7 @@ def test_a_users_own_credential_is_used_and_never_shown(cluster, x, paid):
         lambda: x.open_streams(USER_TOKEN) == 1 and x.rules(USER_TOKEN),
         what="a stream and a rule on the user's own app",
     )
-    assert not x.rules()
+    assert not x.rules(NODE_TOKEN)
     tweet = x.publish("omega point")
     wait_until(lambda: tweet in {i["id"] for i in c.items(token, crawler["id"])}, what="stored")
     for path in (
@@ -266,7 +274,8 @@ def test_a_users_own_credential_is_used_and_never_shown(cluster, x, paid):
     ):
         assert USER_TOKEN not in c.call("GET", path, token).text
     for log in c.workdir.glob("*.log"):
-        assert USER_TOKEN not in log.read_text(errors="replace")
+        text = log.read_text(errors="replace")
+        assert USER_TOKEN not in text and NODE_TOKEN not in text
 
 
 # -- the paid stream -------------------------------------------------------------------------------
