@@ -31,6 +31,7 @@ class _Shared:
     # What a provider bills: each item once per user it reached, however many of the user's
     # crawlers share the source. `run` names this source's life, for the hub's accounting.
     run: str = field(default_factory=lambda: uuid.uuid4().hex)
+    credential: dict[str, Any] | None = field(default=None, repr=False)  # pushed, if any
     delivered: Counter[int] = field(default_factory=Counter)
     error: str | None = None  # the source's own trouble, shown on every subscriber
     crawler_errors: dict[int, str] = field(default_factory=dict)  # one subscriber's trouble
@@ -87,26 +88,37 @@ class DataSourcePool:
                 subscriber.confirmed_at = now
                 if subscriber.digest != spec.digest():
                     subscriber.update(spec)
+                    to_stop += self._reopen_for(self._sources[key], key, spec)
                     self._sources[key].source.attach(spec)  # e.g. new terms: new rules
-                return subscriber.status()
-            if current:  # a new query means a new data source; the subscriber's count stays
-                to_stop += self._detach(spec.crawler_id)
-            subscriber = Subscriber(spec, self._sink, confirmed_at=now, buffer=self._buffer)
-            self.started += 1
-            shared, started = self._attach(key, spec, subscriber)
+                status = subscriber.status()
+            else:
+                if current:  # a new query means a new data source; the subscriber's count stays
+                    to_stop += self._detach(spec.crawler_id)
+                subscriber = Subscriber(spec, self._sink, confirmed_at=now, buffer=self._buffer)
+                self.started += 1
+                shared, started = self._attach(key, spec, subscriber, to_stop)
+                status = None
         self._stop_all(to_stop)
+        if status is not None:
+            return status
         if not started:
             subscriber.offer(shared.source.snapshot())
         return subscriber.status()
 
     def _attach(
-        self, key: str, spec: SubscriberSpec, subscriber: Subscriber
+        self, key: str, spec: SubscriberSpec, subscriber: Subscriber, to_stop: list[DataSource]
     ) -> tuple[_Shared, bool]:
         shared = self._sources.get(key)
         started = shared is None
         if shared is None:
-            shared = _Shared(source=self._open_source(key, spec), source_type=spec.source)
+            shared = _Shared(
+                source=self._open_source(key, spec),
+                source_type=spec.source,
+                credential=spec.credential,
+            )
             self._sources[key] = shared
+        else:
+            to_stop += self._reopen_for(shared, key, spec)
         shared.crawler_ids.add(spec.crawler_id)
         subscriber.source_error = shared.error
         self._subscribers[spec.crawler_id] = (key, subscriber)
@@ -115,6 +127,22 @@ class DataSourcePool:
             shared.source.start(_PoolSink(self, shared))
             log.info("data source started key=%s source=%s", key, spec.source)
         return shared, started
+
+    def _reopen_for(self, shared: _Shared, key: str, spec: SubscriberSpec) -> list[DataSource]:
+        """A user who replaced a stored credential (a rotated token) gets a data source that
+        connects with the new one; every subscriber of the key moves to it. Returns the old
+        source, to stop outside the lock."""
+        if spec.credential is None or spec.credential == shared.credential:
+            return []
+        old = shared.source
+        shared.source = self._open_source(key, spec)
+        shared.credential = spec.credential
+        for crawler_id in shared.crawler_ids:
+            if crawler_id != spec.crawler_id:
+                shared.source.attach(self._subscribers[crawler_id][1].spec)
+        shared.source.start(_PoolSink(self, shared))
+        log.info("data source reopened with a replaced credential key=%s", key)
+        return [old]
 
     def members(self, shared: _Shared, to: Collection[int] | None) -> list[Subscriber]:
         """The subscribers of a data source, or those of them it names."""

@@ -6,14 +6,18 @@ stream comes back after drops and waits out 429s; searches never fetch a tweet t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import tweepy
 
+from blackwidow.store.sqlite import SqliteStore
 from sources.fetcher import GuardedFetcher
 from sources.model import SubscriberSpec
+from sources.pool import DataSourcePool
+from sources.registry import SourceContext, opener
 from sources.twitter_query import TwitterCredential, TwitterQuery
 from sources.twitter_search import TwitterSearchSource
 from sources.twitter_stream import TwitterStreamSource
@@ -249,3 +253,32 @@ def test_a_rate_limited_search_says_so_and_resumes(x: FakeX):
         source.stop()
     assert sink.errors[0].startswith("rate limited by X (HTTP 429)")
     assert sink.errors[-1] is None
+
+
+# -- in a pool -----------------------------------------------------------------------------------
+
+
+def test_a_replaced_credential_reconnects_with_the_new_secret(tmp_path):
+    with FakeX(tokens=("old-token", "new-token"), keepalive=0.05) as x:
+        store = SqliteStore(str(tmp_path / "items.db"))
+        context = SourceContext(FETCHER, 1.0, rate_limit_wait=RATE_LIMIT_WAIT)
+        pool = DataSourcePool(opener(context), store)
+        try:
+            first = spec(1, ["alpha"])
+            pushed = dataclasses.replace(first, credential=credential(x, bearer_token="old-token"))
+            pool.put(pushed, now=0.0)
+            pool.put(dataclasses.replace(spec(2, ["beta"]), credential=pushed.credential), 0.0)
+            wait_until(lambda: len(x.rules("old-token")) == 2, what="rules on the old app")
+            wait_until(lambda: x.open_streams("old-token") == 1, what="the old token's stream")
+
+            rotated = credential(x, bearer_token="new-token")
+            pool.put(dataclasses.replace(pushed, credential=rotated), now=1.0)
+            wait_until(
+                lambda: x.open_streams("new-token") == 1 and x.open_streams("old-token") == 0,
+                what="the stream on the new token only",
+            )
+            wait_until(lambda: len(x.rules("new-token")) == 2, what="both crawlers' rules moved")
+            assert [source["subscribers"] for source in pool.data_sources()] == [2]
+        finally:
+            pool.clear()
+            store.close()
