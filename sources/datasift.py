@@ -74,11 +74,16 @@ class PaidStreamSource(ThreadedSource):
     def snapshot(self) -> list[Item]:
         return []  # a stream has no past to replay
 
+    def _interrupt(self) -> None:
+        api_session.hang_up(self._session)  # the query's one connection is free at once
+
     def _run(self, sink: SourceSink) -> None:
         while not self._stop.is_set():
             try:
                 wait = self._stream(sink)
             except (requests.RequestException, OSError) as error:
+                if self._stop.is_set():
+                    return  # our own hang-up
                 wait = self._policy.after_network_error()
                 sink.report_error(f"stream connection lost ({short_error(error)}); reconnecting")
             self._stop.wait(wait)
@@ -110,6 +115,8 @@ class PaidStreamSource(ThreadedSource):
                     return 0.0
                 if line:
                     self._deliver(line, sink)
+        if self._stop.is_set():
+            return 0.0
         sink.report_error("the provider closed the stream; reconnecting")
         return self._policy.after_network_error()
 

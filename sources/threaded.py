@@ -32,8 +32,12 @@ class ThreadedSource:
 
     def stop(self) -> None:
         self._stop.set()
+        self._interrupt()
         if self._thread is not None:
             self._thread.join(timeout=STOP_WAIT)
+
+    def _interrupt(self) -> None:
+        """Wake the thread from a wait on the network, where a source can (see stop)."""
 
     def _run(self, sink: SourceSink) -> None:
         raise NotImplementedError

@@ -19,7 +19,7 @@ from typing import Any
 
 import tweepy
 
-from sources import twitter_client, twitter_rules
+from sources import api_session, twitter_client, twitter_rules
 from sources.backoff import doubling_delay
 from sources.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink, SubscriberSpec
@@ -149,13 +149,14 @@ class TwitterStreamSource:
             thread.start()
 
     def stop(self) -> None:
-        """Disconnect; the connection closes at its next line or keep-alive."""
+        """Disconnect, and hang up at once rather than at the next keep-alive."""
         self._stop.set()
         self._changed.set()
         with self._lock:
             connection = self._connection
         if connection is not None:
             connection.disconnect()
+            api_session.hang_up(connection.session)  # free the app's one connection now
         for thread in self._threads:
             thread.join(timeout=STOP_WAIT)
 
@@ -260,6 +261,8 @@ class TwitterStreamSource:
         self._report(None)
 
     def lost(self, message: str) -> None:
+        if self._stop.is_set():  # our own hang-up
+            return
         log.warning("stream interrupted key=%s reason=%s", self.key, message)
         self._report(message)
 

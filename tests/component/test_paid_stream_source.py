@@ -89,3 +89,11 @@ def test_a_wrong_secret_is_reported_and_never_shown(paid: FakePaidStream):
         wait_until(lambda: running.sink.errors, what="the refusal reported")
     assert running.sink.errors[0].startswith("the provider refused the credential (HTTP 401)")
     assert not any("not-the-secret" in (error or "") for error in running.sink.errors)
+
+
+def test_a_stopped_stream_frees_the_querys_connection_at_once():
+    with FakePaidStream(keepalive=60.0) as paid:
+        with Running(paid) as running:
+            wait_until(lambda: paid.open_streams() == 1, what="connected")
+        wait_until(lambda: paid.open_streams() == 0, timeout=10, what="the connection freed")
+    assert running.sink.errors == [None]  # hanging up is not a lost connection

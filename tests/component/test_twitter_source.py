@@ -282,3 +282,10 @@ def test_a_replaced_credential_reconnects_with_the_new_secret(tmp_path):
         finally:
             pool.clear()
             store.close()
+
+
+def test_a_stopped_stream_frees_the_apps_connection_at_once_not_at_the_next_keepalive():
+    with FakeX(keepalive=60.0) as x:  # X's own is 20 s
+        with Running(x, spec(1, ["alpha"])):
+            wait_until(lambda: x.open_streams() == 1, what="connected")
+        wait_until(lambda: x.open_streams() == 0, timeout=10, what="the connection freed")
