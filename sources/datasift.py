@@ -99,6 +99,8 @@ class PaidStreamSource(ThreadedSource):
             allow_redirects=False,
             timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
         ) as response:
+            if self._stop.is_set():  # stopped while connecting: hang_up() may have missed it
+                return 0.0
             if response.status_code != 200:
                 wait = self._policy.after_http_error(
                     response.status_code, _retry_after(response.headers.get("Retry-After"))
