@@ -130,7 +130,13 @@ def test_a_node_rides_out_cassandra_stopping_and_starting(
         cassandra.wait_ready(cassandra.ready_timeout)
 
         wait_until(lambda: _held(running, node) == 0, timeout=60, what="the buffer to drain")
-        stored = post_numbers(running.items(token, crawler["id"]))
+        path = f"/api/v1/crawlers/{crawler['id']}/items?limit=1000"
+        answer = wait_until(  # the hub's own driver may reconnect later than the node's
+            lambda: (r := running.call("GET", path, token)).status_code == 200 and r.json(),
+            timeout=60,
+            what="the hub reading the store again",
+        )
+        stored = post_numbers(answer["items"])
         assert len(stored) == len(set(stored)) > before_outage  # none twice
         assert sorted(stored) == list(range(1, max(stored) + 1))  # none lost: no gaps
         MEASUREMENTS.append(f"cassandra outages: {len(stored)} items stored, 0 lost, 0 duplicated")
