@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,12 +26,39 @@ log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 90.0  # a stream silent this long, keep-alives included, is dead
-MAX_LINE = 1024 * 1024
+MAX_LINE = 1024 * 1024  # bytes: one item's line; a longer one is skipped, not buffered
+READ_CHUNK = 64 * 1024
 _TEXT_FIELDS = ("url", "title", "text", "author", "conversation_id", "in_reply_to")
 
 
 class BadLine(ValueError):
     """A line that is not an item: skipped and counted, never logged (it may hold anything)."""
+
+
+def bounded_lines(chunks: Iterable[bytes], limit: int) -> Iterator[bytes | None]:
+    """The lines of a stream, without their line ends; None for a line longer than `limit`,
+    which is dropped as it arrives, so a provider cannot make a node buffer without end."""
+    held = bytearray()
+    skipping = False
+    for chunk in chunks:
+        *complete, rest = chunk.split(b"\n")
+        for piece in complete:
+            if skipping:
+                skipping = False
+            elif len(held) + len(piece) > limit:
+                yield None
+            else:
+                yield bytes(held + piece).rstrip(b"\r")
+            held.clear()
+        if skipping:
+            continue
+        held += rest
+        if len(held) > limit:
+            yield None
+            held.clear()
+            skipping = True
+    if held and not skipping:
+        yield bytes(held).rstrip(b"\r")
 
 
 def parse_line(line: bytes, fetched_at: datetime) -> Item:
@@ -112,10 +139,12 @@ class PaidStreamSource(ThreadedSource):
             self._policy.connected()
             sink.report_error(None)
             log.info("paid stream connected key=%s", self.key)
-            for line in response.iter_lines(chunk_size=None):
+            for line in bounded_lines(response.iter_content(READ_CHUNK), MAX_LINE):
                 if self._stop.is_set():
                     return 0.0
-                if line:
+                if line is None:
+                    self._skip(f"line longer than {MAX_LINE} bytes")
+                elif line:
                     self._deliver(line, sink)
         if self._stop.is_set():
             return 0.0
@@ -124,14 +153,15 @@ class PaidStreamSource(ThreadedSource):
 
     def _deliver(self, line: bytes, sink: SourceSink) -> None:
         try:
-            if len(line) > MAX_LINE:
-                raise BadLine("line too long")
             item = parse_line(line, datetime.now(UTC))
         except BadLine as error:
-            self.bad_lines += 1
-            log.warning("paid stream line skipped key=%s reason=%s", self.key, error)
+            self._skip(str(error))
             return
         sink.deliver([item])
+
+    def _skip(self, reason: str) -> None:
+        self.bad_lines += 1
+        log.warning("paid stream line skipped key=%s reason=%s", self.key, reason)
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sources.datasift import PaidStreamSource
+from sources.datasift import MAX_LINE, PaidStreamSource
 from sources.datasift_query import DatasiftCredential, DatasiftQuery
 from sources.fetcher import GuardedFetcher
 from sources.model import SubscriberSpec
@@ -97,3 +97,14 @@ def test_a_stopped_stream_frees_the_querys_connection_at_once():
             wait_until(lambda: paid.open_streams() == 1, what="connected")
         wait_until(lambda: paid.open_streams() == 0, timeout=10, what="the connection freed")
     assert running.sink.errors == [None]  # hanging up is not a lost connection
+
+
+def test_an_oversized_item_is_skipped_and_the_stream_goes_on(paid: FakePaidStream):
+    with Running(paid) as running:
+        wait_until(lambda: paid.open_streams() == 1, what="connected")
+        paid.publish(QUERY, "x" * (MAX_LINE + 1))
+        after = paid.publish(QUERY, "a normal item")
+        wait_until(lambda: after in running.ids(), what="the item after the oversized one")
+    assert running.ids() == [after]
+    assert running.source.bad_lines == 1
+    assert paid.connections_accepted == 1

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from sources.datasift import BadLine, parse_line
+from sources.datasift import BadLine, bounded_lines, parse_line
 
 FETCHED_AT = datetime(2024, 5, 1, 12, 30, tzinfo=UTC)
 
@@ -133,3 +133,27 @@ def test_a_line_that_is_not_an_item_is_a_bad_line(raw):
 
 def test_bad_line_is_a_value_error():
     assert issubclass(BadLine, ValueError)
+
+
+# -- lines out of a stream's chunks ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("chunks", "lines"),
+    [
+        ([b"a\nbc\n"], [b"a", b"bc"]),
+        ([b"a", b"b\r\n", b"\n"], [b"ab", b""]),  # split anywhere; a keep-alive
+        ([b"a\nb"], [b"a", b"b"]),  # a last line without its end
+        ([b"12345\n"], [b"12345"]),  # exactly at the limit
+        ([b"123456\nok\n"], [None, b"ok"]),  # over it, in one chunk
+        ([b"1234", b"56", b"789", b"\nok\n"], [None, b"ok"]),  # over it across chunks
+        ([b"123456789", b"0123456789", b"0123"], [None]),  # never ends: nothing held
+    ],
+)
+def test_bounded_lines_skip_what_is_too_long_without_holding_it(chunks, lines):
+    assert list(bounded_lines(chunks, limit=5)) == lines
+
+
+def test_a_line_without_end_holds_no_more_than_the_limit():
+    endless = (b"x" * 1000 for _ in range(10_000))  # 10 MB, one line
+    assert list(bounded_lines(endless, limit=4096)) == [None]
