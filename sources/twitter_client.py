@@ -13,6 +13,8 @@ from sources import api_session
 from sources.fetcher import GuardedFetcher
 from sources.twitter_query import DEFAULT_API_BASE
 
+MAX_LINE = 1024 * 1024  # bytes: a streamed tweet with its expansions is a few kilobytes
+
 # tweepy logs every request's headers, bearer token included, at DEBUG: never let it.
 logging.getLogger("tweepy").setLevel(logging.INFO)
 
@@ -28,4 +30,4 @@ def x_client(
 
 def route(session: requests.Session, credential: dict[str, Any], fetcher: GuardedFetcher) -> None:
     """Guard a tweepy session and send it to the credential's `api_base`."""
-    api_session.route(session, fetcher, DEFAULT_API_BASE, credential["api_base"])
+    api_session.route(session, fetcher, DEFAULT_API_BASE, credential["api_base"], MAX_LINE)

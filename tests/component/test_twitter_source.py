@@ -18,6 +18,7 @@ from sources.fetcher import GuardedFetcher
 from sources.model import SubscriberSpec
 from sources.pool import DataSourcePool
 from sources.registry import SourceContext, opener
+from sources.twitter_client import MAX_LINE
 from sources.twitter_query import TwitterCredential, TwitterQuery
 from sources.twitter_search import TwitterSearchSource
 from sources.twitter_stream import TwitterStreamSource
@@ -289,3 +290,13 @@ def test_a_stopped_stream_frees_the_apps_connection_at_once_not_at_the_next_keep
         with Running(x, spec(1, ["alpha"])):
             wait_until(lambda: x.open_streams() == 1, what="connected")
         wait_until(lambda: x.open_streams() == 0, timeout=10, what="the connection freed")
+
+
+def test_a_line_past_the_bound_ends_the_connection_and_the_stream_comes_back(x: FakeX):
+    with Running(x, spec(1, ["alpha"])) as running:
+        wait_until(lambda: x.rules() and x.open_streams() == 1, what="connected")
+        x.publish("alpha " + "x" * MAX_LINE)  # no X tweet is near this: a hostile api_base
+        wait_until(lambda: x.connections_accepted == 2 and x.open_streams() == 1, what="back")
+        after = x.publish("alpha, an ordinary tweet")
+        wait_until(lambda: after in running.received(), what="the next tweet")
+    assert list(running.received()) == [after]

@@ -62,7 +62,7 @@ TOO_MANY_CONNECTIONS = {
 def route_to(session: requests.Session, base_url: str) -> None:
     """Make `session` (a tweepy client's) send what it means for api.twitter.com to `base_url`,
     the way a node does for a credential's `api_base`."""
-    api_session.route(session, LOOPBACK_FETCHER, X_HOST, base_url)
+    api_session.route(session, LOOPBACK_FETCHER, X_HOST, base_url, max_line=1024 * 1024)
 
 
 # --- The rule and query language -----------------------------------------------------------
