@@ -109,6 +109,7 @@ class TwitterStreamSource:
             with self._lock:
                 self._leave(crawler_id)
                 self._refused[crawler_id] = str(error)
+                self._by_value = twitter_rules.crawlers_by_value(self._groups, self._members)
             self._changed.set()
             return
         with self._lock:
