@@ -20,14 +20,7 @@ from blackwidow.crawler_keys import credential_name, rekey, stored_credential
 from blackwidow.errors import ApiError, invalid_input
 from blackwidow.models import Crawler, Credential, utcnow
 from sources.credentials import name_rule
-from sources.registry import SOURCE_TYPES
-
-# the sources that connect with a credential, and the schema each checks it with
-CREDENTIAL_SCHEMAS: dict[str, type[Schema]] = {
-    source: source_type.credential_schema
-    for source, source_type in sorted(SOURCE_TYPES.items())
-    if source_type.credential_schema is not None
-}
+from sources.registry import CREDENTIAL_SCHEMAS
 
 
 def listing(session: Session, user_id: int) -> list[Credential]:

@@ -18,7 +18,7 @@ from typing import Any
 from marshmallow import ValidationError
 
 from sources.credentials import NAME_PATTERN
-from sources.registry import SOURCE_TYPES
+from sources.registry import CREDENTIAL_SCHEMAS
 
 ROUTING_STRATEGIES = ("modulo", "rendezvous")
 
@@ -142,9 +142,9 @@ def _credentials(name: str, raw: str) -> dict[str, dict[str, dict[str, Any]]]:
         raise SettingsError(name, "expected a JSON object of sources")
     checked: dict[str, dict[str, dict[str, Any]]] = {}
     for source, named in data.items():
-        schema = SOURCE_TYPES[source].credential_schema if source in SOURCE_TYPES else None
+        schema = CREDENTIAL_SCHEMAS.get(source)
         if schema is None:
-            billed = ", ".join(s for s, t in sorted(SOURCE_TYPES.items()) if t.credential_schema)
+            billed = ", ".join(CREDENTIAL_SCHEMAS)
             raise SettingsError(name, f"{source}: not a source with credentials ({billed})")
         if not isinstance(named, dict):
             raise SettingsError(name, f"{source}: expected an object of named credentials")

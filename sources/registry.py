@@ -74,6 +74,14 @@ SOURCE_TYPES: dict[str, SourceType] = {
 }
 
 
+# The sources that connect with a credential, and the schema each checks it with.
+CREDENTIAL_SCHEMAS: dict[str, type[Schema]] = {
+    source: source_type.credential_schema
+    for source, source_type in sorted(SOURCE_TYPES.items())
+    if source_type.credential_schema is not None
+}
+
+
 def opener(context: SourceContext) -> Callable[[str, SubscriberSpec], DataSource]:
     """The pool's way to start the data source for a source key."""
     return lambda key, spec: SOURCE_TYPES[spec.source].open(key, spec, context)

@@ -82,6 +82,8 @@ class TwitterStreamSource:
         self._credential = credential
         self._fetcher = fetcher
         self._limits: RuleLimits = rule_limits(credential)
+        # rules are the app's, managed over their own session beside the stream's
+        self._rules_client = twitter_client.x_client(tweepy.StreamingClient, credential, fetcher)
         self._policy = ReconnectPolicy(rate_limit_wait)
         self._lock = threading.Lock()
         self._groups: dict[str, Group] = {}  # in the order crawlers first asked for them
@@ -189,7 +191,7 @@ class TwitterStreamSource:
     def _reconcile(self) -> None:
         """Bring the app's rules to what the subscribers want: GET, then delete and add the
         difference. Run at start too, which is how rules left by an earlier run are settled."""
-        client = twitter_client.x_client(tweepy.StreamingClient, self._credential, self._fetcher)
+        client = self._rules_client
         with self._lock:
             groups = list(self._groups.values())
         existing = [RemoteRule(r.id, r.value, r.tag) for r in client.get_rules().data or []]

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from marshmallow import INCLUDE, Schema, fields, validate
 
-from blackwidow.credentials import CREDENTIAL_SCHEMAS
 from blackwidow.models import MAX_INTEGER
-from sources.registry import SOURCE_TYPES
+from sources.registry import CREDENTIAL_SCHEMAS, SOURCE_TYPES
 
 MAX_RETENTION_DAYS = 7300  # Cassandra's longest TTL: 20 years
 
