@@ -96,6 +96,8 @@ class Crawler(Base):
     item_limit: Mapped[int | None] = mapped_column(Integer)
     retention_days: Mapped[int | None] = mapped_column(Integer)  # items expire; None: kept
     enabled: Mapped[bool] = mapped_column(default=True)
+    # orders its fetches against others' on an overloaded node (sources.model.PRIORITIES)
+    priority: Mapped[str] = mapped_column(String(10), default="normal", server_default="normal")
     state: Mapped[str] = mapped_column(String(20), default="pending")
     items_collected: Mapped[int] = mapped_column(default=0)
     # items its providers delivered (billed), counted once per subscriber run
@@ -174,13 +176,32 @@ class SubscriberRun(Base):
     delivered: Mapped[int] = mapped_column(default=0, server_default="0")
 
 
+class CrawlerChange(Base):
+    """A crawler whose configuration, or what it runs with, changed since the monitor looked.
+
+    Written in the same transaction as the change; the monitor reads the rows, applies them
+    to what it holds in memory and deletes exactly the rows it read, so a cycle costs what
+    changed rather than what exists. No foreign key: a deleted crawler's change outlives it.
+    `source_key` lets each monitor shard pick its own rows.
+    """
+
+    __tablename__ = "crawler_changes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    crawler_id: Mapped[int] = mapped_column(Integer)
+    source_key: Mapped[str] = mapped_column(String(36))
+
+
 class MonitorLock(Base):
-    """The leader lock: one row; whoever holds an unexpired lease runs the monitor loop."""
+    """A leader lock: one row per monitor shard; whoever holds an unexpired lease leads it."""
 
     __tablename__ = "monitor_lock"
 
     name: Mapped[str] = mapped_column(String(40), primary_key=True)
     holder: Mapped[str | None] = mapped_column(String(64))
     expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    # raised each time the lock changes hands; every push carries it, so nodes refuse a
+    # leader that lost the lock while it was still pushing
+    epoch: Mapped[int] = mapped_column(default=0, server_default="0")
     last_cycle_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     last_cycle_seconds: Mapped[float | None] = mapped_column()

@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+# A crawler's priority, by name, and the weight a node's fetch scheduler gives it.
+PRIORITIES: dict[str, int] = {"low": 1, "normal": 2, "high": 4}
+DEFAULT_PRIORITY = "normal"
+
 
 def utc_text(moment: datetime) -> str:
     """Fixed-width ISO-8601 in UTC, so text order is time order; naive instants are UTC."""
@@ -61,6 +65,7 @@ class SubscriberSpec:
     `retention_days` is how long its items are kept (None: for ever).
     `credential` is the secret of a credential the user stored on the hub, when the query
     names one; None means the node's own credential of that name. It never reaches a repr.
+    `priority` orders the crawler's fetches against others when a node is overloaded.
     """
 
     crawler_id: int
@@ -71,6 +76,7 @@ class SubscriberSpec:
     lease: int | None = None
     retention_days: int | None = None
     credential: dict[str, Any] | None = field(default=None, repr=False)
+    priority: str = DEFAULT_PRIORITY
 
     @property
     def ceiling(self) -> int | None:
@@ -85,8 +91,11 @@ class SubscriberSpec:
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        if data["credential"] is None:  # absent rather than null: older digests stay valid
+        # absent rather than a default value: digests of specs made before the field stay valid
+        if data["credential"] is None:
             del data["credential"]
+        if data["priority"] == DEFAULT_PRIORITY:
+            del data["priority"]
         return data
 
     @classmethod

@@ -12,7 +12,7 @@ from blackwidow.errors import ApiError, invalid_input, register_error_handlers
 from blackwidow.node_protocol import ASSIGNED_HEADER, GENERATION_HEADER
 from blackwidow.tokens import require_cluster
 from sources.credentials import CredentialBook, MissingCredential
-from sources.model import SubscriberSpec
+from sources.model import DEFAULT_PRIORITY, PRIORITIES, SubscriberSpec
 from sources.registry import SOURCE_TYPES
 from spawn.node import Node
 
@@ -28,6 +28,7 @@ class SpecSchema(Schema):
     lease = fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=0))
     retention_days = fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=1))
     credential = fields.Dict(allow_none=True, load_default=None)
+    priority = fields.String(load_default=DEFAULT_PRIORITY, validate=validate.OneOf(PRIORITIES))
 
 
 def parse_spec(crawler_id: int, body: Any, credentials: CredentialBook) -> SubscriberSpec:

@@ -1,0 +1,39 @@
+"""Crawler changes: every write that changes what a crawler runs with records it here.
+
+The monitor reads these rows instead of every crawler each cycle (README step 3). A writer
+records the change in its own transaction, so the monitor never sees a change before it is
+committed, and never misses one that is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import delete, insert, select
+from sqlalchemy.orm import Session
+
+from blackwidow.models import Crawler, CrawlerChange
+
+
+def record(session: Session, crawlers: Iterable[Crawler]) -> None:
+    """Note that these crawlers changed (created, edited, deleted, or their user's budget or
+    credential did). Call it before a deleted crawler's row goes: its source key is read here."""
+    changed = list(crawlers)
+    if not changed:
+        return
+    session.flush()  # a crawler created in this transaction needs its id
+    rows = [{"crawler_id": c.id, "source_key": c.uuid} for c in changed]
+    session.execute(insert(CrawlerChange), rows)
+
+
+def pending(session: Session) -> list[tuple[int, int, str]]:
+    """(change id, crawler id, source key) of every change not yet taken, oldest first."""
+    query = select(CrawlerChange.id, CrawlerChange.crawler_id, CrawlerChange.source_key)
+    return [tuple(row) for row in session.execute(query.order_by(CrawlerChange.id))]
+
+
+def taken(session: Session, change_ids: Iterable[int]) -> None:
+    """Forget the changes the monitor has applied: exactly those it read."""
+    ids = list(change_ids)
+    for start in range(0, len(ids), 500):
+        session.execute(delete(CrawlerChange).where(CrawlerChange.id.in_(ids[start : start + 500])))
