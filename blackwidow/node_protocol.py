@@ -1,4 +1,77 @@
-"""Header names of the hub <-> node protocol, shared by the hub's client and the node's app."""
+"""The hub <-> node protocol's shared parts: header names, poll cursors and monitor shards.
+
+Both sides import this module, so the hub and its nodes can never disagree on a header's
+name or on which shard a source key belongs to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
 
 ASSIGNED_HEADER = "X-Blackwidow-Assigned"  # on a poll: the crawler ids still wanted there
 GENERATION_HEADER = "X-Blackwidow-Generation"  # on every call: the node's registration
+SINCE_HEADER = "X-Blackwidow-Since"  # on a poll: the cursor of the last answer the hub applied
+SHARD_HEADER = "X-Blackwidow-Shard"  # on every call: "s/k", the monitor shard calling
+EPOCH_HEADER = "X-Blackwidow-Epoch"  # on every call: the calling leader's lock epoch
+
+
+class ProtocolError(ValueError):
+    """A header the other side sent is malformed; str() says why."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Monitor shard `index` of `count`: the crawlers whose source keys hash to it."""
+
+    index: int = 0
+    count: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    def owns(self, source_key: str) -> bool:
+        return shard_of(source_key, self.count) == self.index
+
+    @classmethod
+    def parse(cls, text: str | None) -> Shard:
+        """From a header; absent means the one shard of an unsharded monitor."""
+        if not text:
+            return cls()
+        try:
+            index, count = (int(part) for part in text.split("/"))
+        except ValueError:
+            raise ProtocolError("expected a shard as INDEX/COUNT") from None
+        if not 0 <= index < count <= 1024:
+            raise ProtocolError("expected 0 <= INDEX < COUNT <= 1024")
+        return cls(index, count)
+
+
+ALL = Shard()
+
+
+def shard_of(source_key: str, shards: int) -> int:
+    """The monitor shard of a source key: equal keys share a shard, so they keep sharing a
+    data source. Salted, so shards do not line up with modulo routing's choice of node."""
+    digest = hashlib.sha1(f"shard/{source_key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % shards
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where a poller's last applied answer left off: the node's report stream and its number."""
+
+    stream: str
+    seq: int
+
+    def __str__(self) -> str:
+        return f"{self.stream}:{self.seq}"
+
+    @classmethod
+    def parse(cls, text: str | None) -> Cursor | None:
+        if not text:
+            return None
+        stream, _, seq = text.rpartition(":")
+        if not stream or not seq.isdigit():
+            raise ProtocolError("expected a cursor as STREAM:SEQ")
+        return cls(stream, int(seq))

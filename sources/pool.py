@@ -21,6 +21,7 @@ from sources.subscriber import BUFFER_ITEMS, ItemSink, Subscriber
 log = logging.getLogger(__name__)
 
 OpenSource = Callable[[str, SubscriberSpec], DataSource]
+KeyFilter = Callable[[str], bool] | None  # picks data sources by source key
 
 
 @dataclass
@@ -209,12 +210,14 @@ class DataSourcePool:
         for subscriber in subscribers:
             subscriber.retry()
 
-    def statuses(self) -> list[dict[str, Any]]:
+    def statuses(self, keys: KeyFilter = None) -> list[dict[str, Any]]:
+        """Every subscriber's status, or those whose source key passes `keys`."""
         with self._lock:
-            subscribers = [s for _, s in self._subscribers.values()]
+            subscribers = [s for key, s in self._subscribers.values() if keys is None or keys(key)]
         return [s.status() for s in subscribers]
 
-    def data_sources(self) -> list[dict[str, Any]]:
+    def data_sources(self, keys: KeyFilter = None) -> list[dict[str, Any]]:
+        """Every data source, or those whose source key passes `keys`."""
         with self._lock:
             return [
                 {
@@ -226,4 +229,5 @@ class DataSourcePool:
                     "delivered": {str(user): n for user, n in shared.delivered.items()},
                 }
                 for key, shared in sorted(self._sources.items())
+                if keys is None or keys(key)
             ]

@@ -2,21 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from flask import Flask, jsonify, request
 from flask.typing import ResponseReturnValue
 from marshmallow import Schema, ValidationError, fields, validate
 
-from blackwidow.errors import ApiError, invalid_input, register_error_handlers
-from blackwidow.node_protocol import ASSIGNED_HEADER, GENERATION_HEADER
+from blackwidow.errors import ApiError, error_body, invalid_input, register_error_handlers
+from blackwidow.node_protocol import (
+    ASSIGNED_HEADER,
+    EPOCH_HEADER,
+    GENERATION_HEADER,
+    SHARD_HEADER,
+    SINCE_HEADER,
+    Cursor,
+    ProtocolError,
+    Shard,
+)
 from blackwidow.tokens import require_cluster
 from sources.credentials import CredentialBook, MissingCredential
 from sources.model import DEFAULT_PRIORITY, PRIORITIES, SubscriberSpec
 from sources.registry import SOURCE_TYPES
 from spawn.node import Node
 
-MAX_REQUEST_BYTES = 1024 * 1024
+_T = TypeVar("_T")
+
+MAX_REQUEST_BYTES = 8 * 1024 * 1024  # a batch of specs; the hub sends at most MAX_BATCH
+MAX_BATCH = 1000  # specs or ids in one batch call
 
 
 class SpecSchema(Schema):
@@ -100,6 +113,50 @@ def check_generation(node: Node, header: str | None) -> None:
         )
 
 
+def header_value(parse: Callable[[str | None], _T], name: str) -> _T:
+    """A protocol header parsed, or a 400 naming it."""
+    try:
+        return parse(request.headers.get(name))
+    except ProtocolError as error:
+        raise ApiError(400, "invalid", str(error), name) from None
+
+
+def check_epoch(node: Node, shard: Shard, header: str | None) -> None:
+    """Refuse a leader that lost its lock: another has called with a newer epoch."""
+    if header is None:
+        return
+    if not header.isdigit():
+        raise ApiError(400, "invalid", "an epoch is a whole number", EPOCH_HEADER)
+    if not node.admit_epoch(shard, int(header)):
+        raise ApiError(409, "stale_epoch", "a newer monitor leader called", EPOCH_HEADER)
+
+
+def batch_of(body: Any, name: str) -> list[Any]:
+    """The list a batch call carries under `name`, bounded."""
+    entries = body.get(name) if isinstance(body, dict) else None
+    if not isinstance(entries, list):
+        raise ApiError(422, "invalid", f"{name}: expected a list", name)
+    if len(entries) > MAX_BATCH:
+        raise ApiError(422, "invalid", f"{name}: at most {MAX_BATCH} in one call", name)
+    return entries
+
+
+def put_many(node: Node, entries: list[Any], credentials: CredentialBook) -> dict[str, Any]:
+    """Each spec of a batch is taken or refused on its own, answered per crawler."""
+    results: dict[str, Any] = {}
+    for entry in entries:
+        crawler_id = entry.get("crawler_id") if isinstance(entry, dict) else None
+        if not isinstance(crawler_id, int) or isinstance(crawler_id, bool):
+            raise ApiError(422, "invalid", "subscribers: each needs a crawler_id", "crawler_id")
+        try:
+            spec = parse_spec(crawler_id, entry, credentials)
+        except ApiError as error:
+            results[str(crawler_id)] = error_body(error.code, error.message, error.field)
+            continue
+        results[str(crawler_id)] = {"status": node.pool.put(spec, node.clock())}
+    return {"results": results}
+
+
 def create_node_app(
     node: Node, cluster_secret: str | None, credentials: CredentialBook | None = None
 ) -> Flask:
@@ -113,6 +170,8 @@ def create_node_app(
         if request.endpoint != "healthz":
             require_cluster(request.headers.get("Authorization"), cluster_secret)
             check_generation(node, request.headers.get(GENERATION_HEADER))
+            shard = header_value(Shard.parse, SHARD_HEADER)
+            check_epoch(node, shard, request.headers.get(EPOCH_HEADER))
 
     @app.put("/subscribers/<int:crawler_id>")
     def put_subscriber(crawler_id: int) -> ResponseReturnValue:
@@ -124,12 +183,25 @@ def create_node_app(
         node.pool.delete(crawler_id)
         return "", 204
 
+    @app.put("/subscribers")
+    def put_subscribers() -> ResponseReturnValue:
+        entries = batch_of(request.get_json(silent=True), "subscribers")
+        return jsonify(put_many(node, entries, credentials))
+
+    @app.delete("/subscribers")
+    def delete_subscribers() -> ResponseReturnValue:
+        ids = batch_of(request.get_json(silent=True), "crawler_ids")
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            raise ApiError(422, "invalid", "crawler_ids: expected whole numbers", "crawler_ids")
+        return jsonify({"removed": [i for i in ids if node.pool.delete(i)]})
+
     @app.get("/subscribers")
     def poll() -> ResponseReturnValue:
-        node.polled(assigned_ids(request.headers.get(ASSIGNED_HEADER)))
-        return jsonify(
-            {"subscribers": node.pool.statuses(), "data_sources": node.pool.data_sources()}
-        )
+        """Changes since the poller's cursor (everything without one), in one answer."""
+        shard = header_value(Shard.parse, SHARD_HEADER)
+        since = header_value(Cursor.parse, SINCE_HEADER)
+        assigned = assigned_ids(request.headers.get(ASSIGNED_HEADER))
+        return jsonify(node.answer_poll(shard, since, assigned))
 
     @app.get("/healthz")
     def healthz() -> ResponseReturnValue:

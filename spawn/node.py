@@ -11,7 +11,9 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from blackwidow.node_protocol import Cursor, Shard
 from sources.pool import DataSourcePool
+from spawn.report import ChangeLog
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,9 @@ class Node:
         self.last_polled_at = clock()
         self._lock = threading.Lock()
         self.registered = threading.Event()
+        self._reports: dict[Shard, ChangeLog] = {}  # one change log per polling shard
+        self._report_lock = threading.Lock()
+        self._epochs: dict[Shard, int] = {}  # the newest leader epoch heard, per shard
 
     def mark_registered(self, node_id: int, generation: int) -> None:
         with self._lock:
@@ -46,6 +51,41 @@ class Node:
         with self._lock:
             self.last_polled_at = now
         self.pool.confirm(assigned, now)
+
+    def answer_poll(
+        self, shard: Shard, since: Cursor | None, assigned: Iterable[int]
+    ) -> dict[str, Any]:
+        """A poll from one monitor shard: what changed in its subscribers and data sources
+        since `since`, and every subscriber it has seen before is confirmed (still wanted
+        unless it removes them), as are the `assigned` ones it names."""
+        with self._report_lock:
+            log = self._reports.setdefault(shard, ChangeLog())
+            statuses = self.pool.statuses(shard.owns)
+            sources = self.pool.data_sources(shard.owns)
+            current = {("s", s["crawler_id"]): s for s in statuses}
+            current.update({("d", d["key"]): d for d in sources})
+            answer = log.report(current, since)
+        confirmed = [key[1] for key in answer.acknowledged if key[0] == "s"]
+        self.polled([*assigned, *confirmed])
+        return {
+            "cursor": str(answer.cursor),
+            "full": answer.full,
+            "subscribers": [v for v in answer.changed if "crawler_id" in v],
+            "data_sources": [v for v in answer.changed if "crawler_id" not in v],
+            "removed": [key[1] for key in answer.removed if key[0] == "s"],
+            "removed_data_sources": [key[1] for key in answer.removed if key[0] == "d"],
+            "totals": {"subscribers": len(statuses), "data_sources": len(sources)},
+        }
+
+    def admit_epoch(self, shard: Shard, epoch: int) -> bool:
+        """Whether a call from a leader of this epoch may act: a leader that lost its lock
+        (an older epoch than one heard already) is refused."""
+        with self._lock:
+            newest = self._epochs.get(shard, epoch)
+            if epoch < newest:
+                return False
+            self._epochs[shard] = epoch
+            return True
 
     def silent_for(self) -> float:
         with self._lock:

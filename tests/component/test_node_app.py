@@ -9,7 +9,14 @@ import pytest
 from flask.testing import FlaskClient
 
 from blackwidow.demo.feed_server import FeedServer
-from blackwidow.node_protocol import ASSIGNED_HEADER, GENERATION_HEADER
+from blackwidow.node_protocol import (
+    ASSIGNED_HEADER,
+    EPOCH_HEADER,
+    GENERATION_HEADER,
+    SHARD_HEADER,
+    SINCE_HEADER,
+    Shard,
+)
 from blackwidow.store.sqlite import SqliteStore
 from sources.fetcher import GuardedFetcher
 from sources.keys import source_key
@@ -132,7 +139,8 @@ def test_put_list_and_delete_a_subscriber(
 
     assert client.delete("/subscribers/1", headers=AUTH).status_code == 204
     assert client.delete("/subscribers/1", headers=AUTH).status_code == 204
-    assert poll(client) == {"subscribers": [], "data_sources": []}
+    emptied = poll(client)
+    assert (emptied["subscribers"], emptied["data_sources"], emptied["full"]) == ([], [], True)
 
 
 @pytest.mark.parametrize(
@@ -329,3 +337,136 @@ def test_an_unregistered_node_refuses_work(
 
     assert response.status_code == 409
     assert node.pool.statuses() == []
+
+
+def since(client: FlaskClient, cursor: str, **headers: str) -> dict[str, Any]:
+    response = client.get("/subscribers", headers={**AUTH, SINCE_HEADER: cursor, **headers})
+    assert response.status_code == 200, response.json
+    return response.json
+
+
+def test_a_poll_with_the_last_cursor_answers_only_what_changed(
+    client: FlaskClient, node: Node, feeds: FeedServer
+) -> None:
+    put(client, spec_body(1, [feed(feeds, "one")]))
+    put(client, spec_body(2, [feed(feeds, "two")]))
+    first = poll(client)
+    assert first["full"] and {s["crawler_id"] for s in first["subscribers"]} == {1, 2}
+
+    quiet = since(client, first["cursor"])
+    assert (quiet["full"], quiet["subscribers"], quiet["removed"]) == (False, [], [])
+    assert quiet["totals"] == {"subscribers": 2, "data_sources": 2}
+
+    put(client, spec_body(2, [feed(feeds, "two")], item_limit=9))
+    client.delete("/subscribers/1", headers=AUTH)
+    changed = since(client, quiet["cursor"])
+    assert [s["crawler_id"] for s in changed["subscribers"]] == [2]
+    assert (
+        changed["subscribers"][0]["digest"]
+        == SubscriberSpec(**spec_body(2, [feed(feeds, "two")], item_limit=9)).digest()
+    )
+    assert changed["removed"] == [1]
+    assert len(changed["removed_data_sources"]) == 1
+
+    # the answer was lost: the same cursor again gets the same changes
+    assert since(client, quiet["cursor"])["removed"] == [1]
+    # a cursor of another stream (a restarted node, say) gets everything
+    assert since(client, "0123456789abcdef:1")["full"]
+
+
+def test_a_cursor_poll_confirms_what_the_hub_has_seen(
+    client: FlaskClient, node: Node, clock: FakeClock, feeds: FeedServer
+) -> None:
+    put(client, spec_body(1, [feed(feeds, "one")]))
+    cursor = poll(client)["cursor"]
+    clock.now += ORPHAN_AFTER - 1
+    cursor = since(client, cursor)["cursor"]  # confirms 1, seen in the first answer
+    put(client, spec_body(2, [feed(feeds, "two")]))
+    clock.now += ORPHAN_AFTER - 1
+    since(client, cursor)  # 2 is reported now, so not yet seen: this poll confirms 1 only
+    clock.now += 2
+
+    watchdog.check(node, ORPHAN_AFTER, DETACH_AFTER)
+
+    assert crawler_ids(node) == {1}
+
+
+def test_each_shard_polls_its_own_subscribers(
+    client: FlaskClient, node: Node, feeds: FeedServer
+) -> None:
+    for crawler_id in range(1, 9):
+        put(client, spec_body(crawler_id, [feed(feeds, f"f{crawler_id}")]))
+    seen = []
+    for index in range(2):
+        answer = since(client, "", **{SHARD_HEADER: f"{index}/2"})
+        seen.append({s["crawler_id"] for s in answer["subscribers"]})
+        for status in answer["subscribers"]:
+            key = source_key(
+                "rss", spec_body(1, [feed(feeds, f"f{status['crawler_id']}")])["query"]
+            )
+            assert Shard(index, 2).owns(key)
+    assert seen[0] | seen[1] == set(range(1, 9)) and not seen[0] & seen[1]
+
+
+def test_a_batch_put_answers_per_crawler_and_a_batch_delete_names_what_it_removed(
+    client: FlaskClient, node: Node, feeds: FeedServer
+) -> None:
+    good = spec_body(1, [feed(feeds, "one")])
+    bad = spec_body(2, [feed(feeds, "two")], item_limit=-1)
+    response = client.put("/subscribers", json={"subscribers": [good, bad]}, headers=AUTH)
+
+    assert response.status_code == 200
+    results = response.json["results"]
+    assert results["1"]["status"]["digest"] == SubscriberSpec(**good).digest()
+    assert results["2"]["error"]["field"] == "item_limit"
+    assert crawler_ids(node) == {1}
+
+    removed = client.delete("/subscribers", json={"crawler_ids": [1, 5]}, headers=AUTH)
+    assert removed.json == {"removed": [1]}
+    assert crawler_ids(node) == set()
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "body", "field"),
+    [
+        ("/subscribers", "put", {"subscribers": "x"}, "subscribers"),
+        ("/subscribers", "put", {"subscribers": [{"crawler_id": "1"}]}, "crawler_id"),
+        ("/subscribers", "delete", {"crawler_ids": ["a"]}, "crawler_ids"),
+        ("/subscribers", "delete", {"crawler_ids": list(range(1001))}, "crawler_ids"),
+    ],
+)
+def test_a_malformed_batch_is_refused_naming_the_field(
+    client: FlaskClient, node: Node, path: str, method: str, body: Any, field: str
+) -> None:
+    response = client.open(path, method=method.upper(), json=body, headers=AUTH)
+    assert response.status_code == 422
+    assert response.json["error"]["field"] == field
+
+
+def test_a_leader_with_an_older_epoch_is_refused(
+    client: FlaskClient, node: Node, feeds: FeedServer
+) -> None:
+    body = spec_body(1, [feed(feeds, "one")])
+    newer = {**AUTH, EPOCH_HEADER: "5"}
+    older = {**AUTH, EPOCH_HEADER: "4"}
+    assert client.put("/subscribers/1", json=body, headers=newer).status_code == 200
+
+    refused = client.delete("/subscribers/1", headers=older)
+
+    assert refused.status_code == 409
+    assert refused.json["error"]["field"] == EPOCH_HEADER
+    assert crawler_ids(node) == {1}
+    other_shard = {**older, SHARD_HEADER: "1/2"}  # epochs are per shard
+    assert client.get("/subscribers", headers=other_shard).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [(SINCE_HEADER, "nocolon"), (SHARD_HEADER, "2/2"), (SHARD_HEADER, "a/b"), (EPOCH_HEADER, "-1")],
+)
+def test_malformed_protocol_headers_are_refused_naming_them(
+    client: FlaskClient, header: str, value: str
+) -> None:
+    response = client.get("/subscribers", headers={**AUTH, header: value})
+    assert response.status_code == 400
+    assert response.json["error"]["field"] == header
