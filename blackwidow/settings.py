@@ -21,6 +21,7 @@ from sources.credentials import NAME_PATTERN
 from sources.registry import CREDENTIAL_SCHEMAS
 
 ROUTING_STRATEGIES = ("modulo", "rendezvous")
+MAX_SHARDS = 1024  # as many as a node accepts in a shard header
 
 
 class SettingsError(ValueError):
@@ -46,6 +47,7 @@ class Settings:
     orphan_after: float = 30.0
     detach_after: float = 60.0
     routing: str = "modulo"
+    monitor_shards: int = 1  # crawlers split by source key, each shard with its own leader
     fetch_allow: frozenset[str] = frozenset()
     node_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
     feed_interval: float = 60.0
@@ -103,6 +105,13 @@ def _positive_int(name: str, raw: str) -> int:
         raise SettingsError(name, f"expected a whole number, got {raw!r}") from None
     if value < 1:
         raise SettingsError(name, f"must be at least 1, got {raw!r}")
+    return value
+
+
+def _shard_count(name: str, raw: str) -> int:
+    value = _positive_int(name, raw)
+    if value > MAX_SHARDS:
+        raise SettingsError(name, f"must be at most {MAX_SHARDS}, got {raw!r}")
     return value
 
 
@@ -183,6 +192,7 @@ _VARIABLES = {
     "BLACKWIDOW_ORPHAN_AFTER": ("orphan_after", _seconds),
     "BLACKWIDOW_DETACH_AFTER": ("detach_after", _seconds),
     "BLACKWIDOW_ROUTING": ("routing", _choice),
+    "BLACKWIDOW_MONITOR_SHARDS": ("monitor_shards", _shard_count),
     "BLACKWIDOW_FETCH_ALLOW": ("fetch_allow", _hosts),
     "BLACKWIDOW_NODE_NETWORKS": ("node_networks", _networks),
     "BLACKWIDOW_FEED_INTERVAL": ("feed_interval", _seconds),

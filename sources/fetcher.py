@@ -89,7 +89,7 @@ def _normal_host(host: str) -> str:
 PeerRefusal = Callable[[str, str], str | None]  # (host, connected address) -> reason or None
 
 
-def peer_checked_adapter(refusal: PeerRefusal) -> HTTPAdapter:
+def peer_checked_adapter(refusal: PeerRefusal, kept_hosts: int = 10) -> HTTPAdapter:
     """An adapter that checks the address each connection really reached, before any byte.
 
     A pre-flight DNS check alone can be raced by a name that resolves differently a moment
@@ -132,7 +132,7 @@ def peer_checked_adapter(refusal: PeerRefusal) -> HTTPAdapter:
             super().init_poolmanager(*args, **kwargs)
             self.poolmanager.pool_classes_by_scheme = pools
 
-    return GuardedAdapter(max_retries=0)
+    return GuardedAdapter(pool_connections=kept_hosts, max_retries=0)
 
 
 def _short_reason(error: BaseException) -> str:

@@ -1,49 +1,114 @@
-"""The leader lock: a row in SQL, so one monitor runs per cluster however many hubs there are.
+"""Leader locks: a row in SQL per monitor shard, so one leader runs each shard however many
+hub processes there are, and a presence row per hub process, so they share the shards.
 
-A holder keeps the lock by renewing it each cycle; when it stops, the lock expires and
-another hub process takes over.
+A holder keeps a lock by renewing it; when it stops, the lock expires and another hub
+process takes over. Each change of hands raises the lock's epoch, which every call to a
+node carries: a node refuses a leader older than one it has heard, so a leader that lost
+its lock mid-cycle cannot undo its successor's work.
 """
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 
-from sqlalchemy import or_, update
+from sqlalchemy import case, delete, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from blackwidow.models import MonitorLock
+from blackwidow.node_protocol import Shard
 
 LOCK = "monitor"
+PRESENCE = "hub:"  # name prefix of the presence rows of hub processes
 
 
-def try_lead(session: Session, holder: str, now: datetime, ttl: float) -> bool:
-    """Take or renew the lock; True when `holder` leads until now + ttl."""
+def lock_name(shard: Shard) -> str:
+    """The unsharded monitor keeps the lock's original name."""
+    return LOCK if shard.count == 1 else f"{LOCK}/{shard.index}/{shard.count}"
+
+
+def _ensure(session: Session, name: str) -> None:
+    if session.get(MonitorLock, name) is not None:
+        return
+    try:
+        with session.begin_nested():
+            session.add(MonitorLock(name=name))
+    except IntegrityError:  # another process added it first
+        pass
+
+
+def try_lead(
+    session: Session, holder: str, now: datetime, ttl: float, name: str = LOCK
+) -> int | None:
+    """Take or renew a lock; its epoch when `holder` leads until now + ttl, else None."""
+    _ensure(session, name)
     result = session.execute(
         update(MonitorLock)
         .where(
-            MonitorLock.name == LOCK,
+            MonitorLock.name == name,
             or_(
                 MonitorLock.holder == holder,
                 MonitorLock.holder.is_(None),
                 MonitorLock.expires_at < now,
             ),
         )
-        .values(holder=holder, expires_at=now + timedelta(seconds=ttl))
+        .values(
+            epoch=case(
+                (MonitorLock.holder == holder, MonitorLock.epoch), else_=MonitorLock.epoch + 1
+            ),
+            holder=holder,
+            expires_at=now + timedelta(seconds=ttl),
+        )
     )
-    return result.rowcount == 1
+    if result.rowcount != 1:
+        return None
+    return session.scalar(select(MonitorLock.epoch).where(MonitorLock.name == name))
 
 
-def release(session: Session, holder: str) -> None:
+def release(session: Session, holder: str, name: str = LOCK) -> None:
     session.execute(
         update(MonitorLock)
-        .where(MonitorLock.name == LOCK, MonitorLock.holder == holder)
+        .where(MonitorLock.name == name, MonitorLock.holder == holder)
         .values(holder=None, expires_at=None)
     )
 
 
-def record_cycle(session: Session, holder: str, at: datetime, seconds: float) -> None:
+def record_cycle(
+    session: Session, holder: str, at: datetime, seconds: float, name: str = LOCK
+) -> None:
     session.execute(
         update(MonitorLock)
-        .where(MonitorLock.name == LOCK, MonitorLock.holder == holder)
+        .where(MonitorLock.name == name, MonitorLock.holder == holder)
         .values(last_cycle_at=at, last_cycle_seconds=seconds)
     )
+
+
+def fair_share(session: Session, holder: str, now: datetime, ttl: float, shards: int) -> int:
+    """Announce this process and count the live ones: how many shards it should lead."""
+    session.execute(
+        delete(MonitorLock).where(
+            MonitorLock.name.startswith(PRESENCE), MonitorLock.expires_at < now
+        )
+    )
+    name = presence_name(holder)
+    _ensure(session, name)
+    session.execute(
+        update(MonitorLock)
+        .where(MonitorLock.name == name)
+        .values(holder=holder, expires_at=now + timedelta(seconds=ttl))
+    )
+    live = session.scalar(
+        select(func.count()).where(
+            MonitorLock.name.startswith(PRESENCE), MonitorLock.expires_at >= now
+        )
+    )
+    return math.ceil(shards / max(1, live or 1))
+
+
+def presence_name(holder: str) -> str:
+    return f"{PRESENCE}{holder.rsplit(':', 1)[-1]}"
+
+
+def leave(session: Session, holder: str) -> None:
+    session.execute(delete(MonitorLock).where(MonitorLock.name == presence_name(holder)))

@@ -1,7 +1,12 @@
-"""The monitor's thread: take the leader lock, run a cycle every poll interval, keep the lock.
+"""The monitor's threads in a hub process: take shard locks, poll on a steady rhythm,
+reconcile on a thread of each led shard's own.
 
-Every hub process runs this thread; only the holder of the lock runs cycles. A new leader
-starts with a fresh failure detector, which gives every node the benefit of the doubt.
+Every hub process runs this; each leads its fair share of the shards (the shard count over
+the live hub processes), so the control plane grows with the processes. Polls and lock
+renewals share one thread and never wait for placement work, which runs on the shard's
+reconcile thread: a long placement cannot make nodes miss their polls, nor let the lock
+lapse. A new leader starts with a fresh failure detector, which gives every node the
+benefit of the doubt, and full polls, which tell it everything the nodes run.
 """
 
 from __future__ import annotations
@@ -12,14 +17,19 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow.models import utcnow
 from blackwidow.monitor import leader
-from blackwidow.monitor.cycle import Monitor
 from blackwidow.monitor.detector import PhiAccrualDetector, PhiSettings
+from blackwidow.monitor.liveness import Liveness
+from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient
+from blackwidow.monitor.reconcile import Reconciler
+from blackwidow.monitor.routing import Router
+from blackwidow.node_protocol import Shard, shard_of
 from blackwidow.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -37,6 +47,90 @@ def phi_settings(settings: Settings) -> PhiSettings:
     )
 
 
+class Leadership:
+    """One shard this process leads: its memory, its poll and reconcile halves, and the
+    reconcile thread. Valid while the lock was renewed within its time to live."""
+
+    def __init__(
+        self,
+        shard: Shard,
+        epoch: int,
+        sessions: sessionmaker[Session],
+        settings: Settings,
+        valid_for: float,
+        record: Callable[[Leadership, float], None],
+    ) -> None:
+        self.shard = shard
+        self._valid_for = valid_for
+        self._valid_until = time.monotonic() + valid_for
+        self._stopping = threading.Event()
+        self._interval = settings.poll_interval
+        self._record = record
+        self.memory = ShardMemory()
+        client = NodeClient(
+            settings.cluster_secret,
+            timeout=max(1.0, settings.poll_interval),
+            networks=settings.node_networks,
+            shard=shard,
+        )
+        client.epoch = epoch
+        judge = shard.index == 0  # one shard's leader judges nodes for the whole cluster
+        detector = PhiAccrualDetector(phi_settings(settings), started_at=time.monotonic())
+        self.liveness = Liveness(
+            sessions,
+            client,
+            detector if judge else None,
+            self.memory,
+            clock=time.monotonic,
+            probe_dead_for=2 * settings.detach_after,
+        )
+        self.reconciler = Reconciler(
+            sessions,
+            client,
+            self.memory,
+            Router(settings.routing),
+            lease_horizon=3 * settings.poll_interval,
+            shard=shard,
+            leading=self.valid,
+        )
+        self._thread = threading.Thread(
+            target=self._reconcile, name=f"reconcile-{shard}", daemon=True
+        )
+        self._thread.start()
+
+    def renewed(self) -> None:
+        self._valid_until = time.monotonic() + self._valid_for
+
+    def valid(self) -> bool:
+        return not self._stopping.is_set() and time.monotonic() < self._valid_until
+
+    def poll(self) -> float:
+        """One poll of every node; its duration."""
+        started = time.monotonic()
+        self.liveness.poll_once()
+        return time.monotonic() - started
+
+    def _reconcile(self) -> None:
+        while not self._stopping.is_set():
+            if not self.memory.polled.wait(self._interval):
+                continue
+            self.memory.polled.clear()
+            if not self.valid():
+                continue
+            started = time.monotonic()
+            try:
+                self.reconciler.reconcile_once(dict(self.memory.targets))
+            except Exception:  # one bad pass must not end the shard's reconciling
+                log.exception("reconcile failed shard=%s", self.shard)
+                continue
+            self._record(self, self.memory.poll_seconds + time.monotonic() - started)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.memory.polled.set()
+        self._thread.join(timeout=10)
+
+
 class MonitorLoop(threading.Thread):
     def __init__(self, sessions: sessionmaker[Session], settings: Settings) -> None:
         super().__init__(name="monitor", daemon=True)
@@ -45,59 +139,75 @@ class MonitorLoop(threading.Thread):
         # host and pid tell support staff which process leads (GET /api/v1/health)
         self._holder = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._stopping = threading.Event()
-        self._monitor: Monitor | None = None
-        # a leader that stops renewing is replaced after a few missed cycles
+        self._shards = [Shard(i, settings.monitor_shards) for i in range(settings.monitor_shards)]
+        # each process tries the shards from its own starting point, so they rarely collide
+        start = shard_of(self._holder, len(self._shards))
+        self._shards = self._shards[start:] + self._shards[:start]
+        self._led: dict[Shard, Leadership] = {}
+        # a leader that stops renewing is replaced after a few missed polls
         self._lock_ttl = 3 * settings.poll_interval + 1
 
-    def _new_monitor(self) -> Monitor:
-        settings = self._settings
-        return Monitor(
-            sessions=self._sessions,
-            client=NodeClient(
-                settings.cluster_secret,
-                timeout=max(1.0, settings.poll_interval),
-                networks=settings.node_networks,
-            ),
-            detector=PhiAccrualDetector(phi_settings(settings), started_at=time.monotonic()),
-            routing=settings.routing,
-            lease_horizon=3 * settings.poll_interval,
-            clock=time.monotonic,
-            probe_dead_for=2 * settings.detach_after,
-        )
-
-    def _lead(self) -> bool:
+    def _lead(self) -> None:
+        """Renew the shards led, take free ones up to the fair share, hand back extras."""
+        now = utcnow()
         with self._sessions.begin() as session:
-            leading = leader.try_lead(session, self._holder, utcnow(), self._lock_ttl)
-        if leading and self._monitor is None:
-            log.info("monitor leading holder=%s", self._holder)
-            self._monitor = self._new_monitor()
-        elif not leading and self._monitor is not None:
-            log.warning("monitor lost the lead holder=%s", self._holder)
-            self._monitor = None
-        return leading
+            share = leader.fair_share(session, self._holder, now, self._lock_ttl, len(self._shards))
+            for shard in self._shards:
+                name = leader.lock_name(shard)
+                held = shard in self._led
+                if not held and len(self._led) >= share:
+                    continue
+                if held and len(self._led) > share:
+                    leader.release(session, self._holder, name)
+                    self._drop(shard, "handed over")
+                    continue
+                epoch = leader.try_lead(session, self._holder, now, self._lock_ttl, name)
+                if epoch is None and held:
+                    self._drop(shard, "lost the lead")
+                elif epoch is not None and held:
+                    self._led[shard].renewed()
+                elif epoch is not None:
+                    log.info(
+                        "monitor leading shard=%s holder=%s epoch=%s", shard, self._holder, epoch
+                    )
+                    self._led[shard] = Leadership(
+                        shard,
+                        epoch,
+                        self._sessions,
+                        self._settings,
+                        self._lock_ttl - 1,
+                        self._record_cycle,
+                    )
 
-    def _cycle(self) -> None:
-        started = time.monotonic()
-        assert self._monitor is not None
-        self._monitor.run_cycle()
+    def _drop(self, shard: Shard, why: str) -> None:
+        log.warning("monitor %s shard=%s holder=%s", why, shard, self._holder)
+        self._led.pop(shard).stop()
+
+    def _record_cycle(self, leadership: Leadership, seconds: float) -> None:
         with self._sessions.begin() as session:
-            leader.record_cycle(session, self._holder, utcnow(), time.monotonic() - started)
+            leader.record_cycle(
+                session, self._holder, utcnow(), seconds, leader.lock_name(leadership.shard)
+            )
 
     def run(self) -> None:
         while not self._stopping.is_set():
             started = time.monotonic()
             try:
-                if self._lead():
-                    self._cycle()
-            except Exception:  # one bad cycle must not end the monitor
-                log.exception("monitor cycle failed")
+                self._lead()
+                for leadership in list(self._led.values()):
+                    leadership.memory.poll_seconds = leadership.poll()
+            except Exception:  # one bad poll must not end the monitor
+                log.exception("monitor poll failed")
             self._stopping.wait(
                 max(0.0, self._settings.poll_interval - (time.monotonic() - started))
             )
 
     def stop(self) -> None:
-        """Stop and hand the lock over at once rather than letting it expire."""
+        """Stop and hand the locks over at once rather than letting them expire."""
         self._stopping.set()
         self.join(timeout=10)
         with self._sessions.begin() as session:
-            leader.release(session, self._holder)
+            for shard in list(self._led):
+                leader.release(session, self._holder, leader.lock_name(shard))
+                self._led.pop(shard).stop()
+            leader.leave(session, self._holder)

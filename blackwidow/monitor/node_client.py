@@ -1,8 +1,9 @@
 """The hub's calls to a node: push, remove and poll subscribers. Thin: no decisions here.
 
-Every call carries the cluster secret and the node's generation, and never follows redirects
-(a node URL must not become a way to make the hub fetch something else). With node networks
-configured, the address each connection reaches is checked too.
+Every call carries the cluster secret, the node's generation, and the calling monitor's
+shard and lock epoch, and never follows redirects (a node URL must not become a way to make
+the hub fetch something else). With node networks configured, the address each connection
+reaches is checked too. Pushes and removals travel in batches, answered per crawler.
 """
 
 from __future__ import annotations
@@ -11,9 +12,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import requests
+from requests.adapters import HTTPAdapter
 
 from blackwidow import node_networks
-from blackwidow.node_protocol import ASSIGNED_HEADER, GENERATION_HEADER
+from blackwidow.node_protocol import (
+    ALL,
+    EPOCH_HEADER,
+    GENERATION_HEADER,
+    SHARD_HEADER,
+    SINCE_HEADER,
+    Cursor,
+    Shard,
+)
 from sources.fetcher import FetchError, peer_checked_adapter
 from sources.model import SubscriberSpec
 
@@ -40,26 +50,41 @@ class NodeStale(NodeUnreachable):
     this cycle has no usable answer from it."""
 
 
+MAX_BATCH = 500  # specs or ids per batch call; a node accepts up to 1,000
+KEPT_CONNECTIONS = 4096  # nodes whose keep-alive connections stay open between cycles
+
+
 class NodeClient:
     def __init__(
         self,
         cluster_secret: str | None,
         timeout: float,
         networks: tuple[node_networks.Network, ...] = (),
+        shard: Shard = ALL,
     ) -> None:
         self._session = requests.Session()
         self._session.trust_env = False
         self._session.headers["Authorization"] = f"Bearer {cluster_secret or ''}"
         if networks:
             adapter = peer_checked_adapter(
-                lambda host, address: node_networks.refusal(host, [address], networks)
+                lambda host, address: node_networks.refusal(host, [address], networks),
+                kept_hosts=KEPT_CONNECTIONS,
             )
-            self._session.mount("http://", adapter)
-            self._session.mount("https://", adapter)
+        else:
+            adapter = HTTPAdapter(pool_connections=KEPT_CONNECTIONS, max_retries=0)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
         self._timeout = timeout
+        self.shard = shard
+        self.epoch: int | None = None  # the lock epoch of the leadership calling
 
     def _call(self, method: str, node: NodeTarget, path: str, **kwargs: Any) -> requests.Response:
-        headers = {GENERATION_HEADER: str(node.generation), **kwargs.pop("headers", {})}
+        headers = {
+            GENERATION_HEADER: str(node.generation),
+            SHARD_HEADER: str(self.shard),
+            **({EPOCH_HEADER: str(self.epoch)} if self.epoch is not None else {}),
+            **kwargs.pop("headers", {}),
+        }
         try:
             response = self._session.request(
                 method,
@@ -79,21 +104,35 @@ class NodeClient:
             raise NodeUnreachable(f"HTTP {response.status_code}")
         return response
 
-    def poll(self, node: NodeTarget, assigned: list[int]) -> dict[str, Any]:
-        """One GET for all of a node's subscribers; tells the node which ones are still wanted."""
-        header = ",".join(str(c) for c in sorted(assigned))
-        response = self._call("GET", node, "/subscribers", headers={ASSIGNED_HEADER: header})
-        try:
-            return response.json()
-        except ValueError as error:
-            raise NodeUnreachable("poll answer is not JSON") from error
+    def poll(self, node: NodeTarget, since: Cursor | None) -> dict[str, Any]:
+        """One GET for what changed in a node's subscribers since the cursor (all, without one).
 
-    def push(self, node: NodeTarget, spec: SubscriberSpec) -> dict[str, Any]:
-        response = self._call("PUT", node, f"/subscribers/{spec.crawler_id}", json=spec.to_json())
+        The node takes the cursor as the hub's word that it still wants every subscriber it
+        had reported by then (the ones it does not want, it removes).
+        """
+        headers = {SINCE_HEADER: str(since)} if since is not None else {}
+        return _json(self._call("GET", node, "/subscribers", headers=headers))
+
+    def push_many(self, node: NodeTarget, specs: list[SubscriberSpec]) -> dict[int, dict]:
+        """crawler id -> {"status": ...} or {"error": ...}, for every spec, in batches."""
+        results: dict[int, dict] = {}
+        for start in range(0, len(specs), MAX_BATCH):
+            body = {"subscribers": [s.to_json() for s in specs[start : start + MAX_BATCH]]}
+            answer = _json(self._call("PUT", node, "/subscribers", json=body))
+            results.update({int(c): r for c, r in answer["results"].items()})
+        return results
+
+    def remove_many(self, node: NodeTarget, crawler_ids: list[int]) -> None:
+        for start in range(0, len(crawler_ids), MAX_BATCH):
+            body = {"crawler_ids": crawler_ids[start : start + MAX_BATCH]}
+            self._call("DELETE", node, "/subscribers", json=body)
+
+
+def _json(response: requests.Response) -> Any:
+    try:
         return response.json()
-
-    def remove(self, node: NodeTarget, crawler_id: int) -> None:
-        self._call("DELETE", node, f"/subscribers/{crawler_id}")
+    except ValueError as error:
+        raise NodeUnreachable("answer is not JSON") from error
 
 
 def _reason(response: requests.Response) -> str:

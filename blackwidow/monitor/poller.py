@@ -1,11 +1,15 @@
-"""Liveness poller: one GET /subscribers per node per cycle, in parallel. Decides nothing."""
+"""Liveness poller: one GET /subscribers per node per cycle, in parallel. Decides nothing.
+
+Each poll names the cursor of the node's last answer the hub applied, so a node answers
+with what changed since then: a steady poll carries almost nothing.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from blackwidow.monitor.node_client import (
@@ -14,38 +18,67 @@ from blackwidow.monitor.node_client import (
     NodeTarget,
     NodeUnreachable,
 )
+from blackwidow.node_protocol import Cursor, ProtocolError
 
 log = logging.getLogger(__name__)
 
-MAX_PARALLEL_POLLS = 16
+MAX_PARALLEL_CALLS = 32
 
 
 @dataclass(frozen=True)
 class NodeReport:
-    subscribers: list[dict[str, Any]]
+    cursor: Cursor
+    full: bool  # everything the node runs, rather than the changes since the cursor sent
+    subscribers: list[dict[str, Any]]  # changed (or, when full, all) statuses
     data_sources: list[dict[str, Any]]
+    removed: list[int] = field(default_factory=list)
+    subscriber_total: int = 0
+    data_source_total: int = 0
 
     def digests(self) -> dict[int, str]:
         return {int(s["crawler_id"]): str(s["digest"]) for s in self.subscribers}
 
+    @property
+    def ids(self) -> set[int]:
+        return {int(s["crawler_id"]) for s in self.subscribers}
 
-def _poll(client: NodeClient, node: NodeTarget, assigned: list[int]) -> NodeReport | None:
+    @classmethod
+    def from_answer(cls, answer: dict[str, Any]) -> NodeReport:
+        totals = answer.get("totals") or {}
+        subscribers = list(answer["subscribers"])
+        data_sources = list(answer["data_sources"])
+        return cls(
+            cursor=Cursor.parse(str(answer["cursor"])) or Cursor("", 0),
+            full=bool(answer.get("full", True)),
+            subscribers=subscribers,
+            data_sources=data_sources,
+            removed=[int(c) for c in answer.get("removed", [])],
+            subscriber_total=int(totals.get("subscribers", len(subscribers))),
+            data_source_total=int(totals.get("data_sources", len(data_sources))),
+        )
+
+
+def _poll(client: NodeClient, node: NodeTarget, since: Cursor | None) -> NodeReport | None:
     try:
-        answer = client.poll(node, assigned)
-        return NodeReport(list(answer["subscribers"]), list(answer["data_sources"]))
-    except (NodeUnreachable, NodeRejected, KeyError, TypeError) as error:
+        return NodeReport.from_answer(client.poll(node, since))
+    except (NodeUnreachable, NodeRejected, KeyError, TypeError, ValueError, ProtocolError) as error:
         log.info("poll failed node=%s url=%s error=%s", node.id, node.url, error)
         return None
 
 
 def poll_all(
-    client: NodeClient, nodes: Sequence[NodeTarget], assigned: Mapping[int, list[int]]
+    client: NodeClient,
+    nodes: Sequence[NodeTarget],
+    cursor_of: Callable[[int], Cursor | None],
 ) -> dict[int, NodeReport | None]:
     """node id -> its report, or None when it gave no usable answer."""
+    return in_parallel(nodes, lambda node: _poll(client, node, cursor_of(node.id)))
+
+
+def in_parallel(nodes: Sequence[NodeTarget], call: Callable[[NodeTarget], Any]) -> dict[int, Any]:
+    """node id -> call(node), across nodes at once (bounded): one slow node holds up no other."""
     if not nodes:
         return {}
-    with ThreadPoolExecutor(min(MAX_PARALLEL_POLLS, len(nodes))) as pool:
-        futures = {
-            node.id: pool.submit(_poll, client, node, assigned.get(node.id, [])) for node in nodes
-        }
+    with ThreadPoolExecutor(min(MAX_PARALLEL_CALLS, len(nodes))) as pool:
+        futures = {node.id: pool.submit(call, node) for node in nodes}
         return {node_id: future.result() for node_id, future in futures.items()}

@@ -1,5 +1,5 @@
 """What the monitor decides should run, on a real database: stored credentials ride in the
-specs (one SQL query per cycle), and a raised budget lets stopped crawlers run again."""
+specs (one SQL query per pass), and a raised budget lets stopped crawlers run again."""
 
 from __future__ import annotations
 
@@ -12,7 +12,12 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow.models import Crawler, Node
-from blackwidow.monitor.desired import desired_subscribers
+from blackwidow.monitor.memory import ShardMemory
+from blackwidow.monitor.node_client import NodeClient
+from blackwidow.monitor.poller import NodeReport
+from blackwidow.monitor.reconcile import Reconciler
+from blackwidow.monitor.routing import Router
+from blackwidow.node_protocol import Cursor, Shard
 from sources.model import SubscriberSpec
 from tests.component.conftest import ADMIN, bearer
 
@@ -37,9 +42,14 @@ def create(client: FlaskClient, user: dict[str, Any], source: str, query: dict[s
 
 
 def specs(sessions: sessionmaker[Session], node_id: int) -> dict[int, SubscriberSpec]:
-    with sessions.begin() as session:
-        wanted = desired_subscribers(session, [node_id], "modulo", HORIZON)
-    return {crawler_id: spec for crawler_id, (_, spec) in wanted.items()}
+    """What a newly leading monitor would push to a node that answered running nothing."""
+    memory = ShardMemory()
+    memory.live = (node_id,)
+    memory.view.apply(node_id, NodeReport(Cursor("stream", 1), True, [], []))
+    client = NodeClient("cluster-secret", timeout=1.0)
+    reconciler = Reconciler(sessions, client, memory, Router("modulo"), HORIZON, Shard())
+    plan, _taken = reconciler.plan()
+    return {spec.crawler_id: spec for spec in plan.pushes.get(node_id, [])}
 
 
 @pytest.fixture

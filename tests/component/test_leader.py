@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from blackwidow import db
 from blackwidow.models import MonitorLock, utcnow
 from blackwidow.monitor import leader
+from blackwidow.node_protocol import Shard
 
 TTL = 10.0
 
@@ -23,10 +24,12 @@ def sessions(database_url: str) -> Iterator[sessionmaker[Session]]:
     engine.dispose()
 
 
-def lead(sessions: sessionmaker[Session], holder: str, after: float = 0.0) -> bool:
-    """Whether `holder` leads when it asks `after` seconds from now."""
+def lead(
+    sessions: sessionmaker[Session], holder: str, after: float = 0.0, name: str = leader.LOCK
+) -> int | None:
+    """The lock's epoch when `holder` leads as it asks `after` seconds from now, else None."""
     with sessions.begin() as session:
-        return leader.try_lead(session, holder, utcnow() + timedelta(seconds=after), TTL)
+        return leader.try_lead(session, holder, utcnow() + timedelta(seconds=after), TTL, name)
 
 
 def lock(sessions: sessionmaker[Session]) -> MonitorLock:
@@ -82,3 +85,38 @@ def test_hubs_racing_for_a_free_lock_elect_exactly_one(sessions):
     winners = [holder for holder, leads in won.items() if leads]
     assert len(winners) == 1
     assert lock(sessions).holder == winners[0]
+
+
+def test_the_epoch_rises_when_the_lock_changes_hands_not_when_it_is_renewed(sessions):
+    first = lead(sessions, "a")
+    assert first is not None
+    assert lead(sessions, "a", after=TTL / 2) == first
+    second = lead(sessions, "b", after=2 * TTL)
+    assert second == first + 1
+    with sessions.begin() as session:
+        leader.release(session, "b")
+    assert lead(sessions, "b", after=2 * TTL) == second + 1
+
+
+def test_each_shard_has_its_own_lock(sessions):
+    names = [leader.lock_name(Shard(i, 3)) for i in range(3)]
+    assert leader.lock_name(Shard()) == leader.LOCK  # the unsharded lock keeps its name
+    assert lead(sessions, "a", name=names[0]) is not None
+    assert lead(sessions, "b", name=names[1]) is not None
+    assert lead(sessions, "b", name=names[0]) is None
+    assert lead(sessions, "a", name=names[2]) is not None
+
+
+def test_hub_processes_share_the_shards_fairly(sessions):
+    def share(holder: str, after: float = 0.0) -> int:
+        with sessions.begin() as session:
+            now = utcnow() + timedelta(seconds=after)
+            return leader.fair_share(session, holder, now, TTL, 5)
+
+    assert share("h:1:aaaa") == 5
+    assert share("h:2:bbbb") == 3  # two processes: ceil(5 / 2)
+    assert share("h:3:cccc") == 2
+    assert share("h:1:aaaa", after=2 * TTL) == 5  # the others stopped announcing themselves
+    with sessions.begin() as session:
+        leader.leave(session, "h:1:aaaa")
+    assert share("h:2:bbbb", after=2 * TTL) == 5

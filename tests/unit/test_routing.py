@@ -9,7 +9,13 @@ from collections import Counter
 
 import pytest
 
-from blackwidow.monitor.routing import ROUTERS, assign, route_modulo, route_rendezvous
+from blackwidow.monitor.routing import (
+    ROUTERS,
+    Router,
+    assign,
+    route_modulo,
+    route_rendezvous,
+)
 
 STRATEGIES = sorted(ROUTERS)
 
@@ -27,8 +33,9 @@ def random_keys(count: int, seed: int = 7) -> list[str]:
         # sha1("rss:https://example.com/feed.xml")[:8] = 2275569054693617154; % 10 = 4 -> node 5
         (route_modulo, "rss:https://example.com/feed.xml", list(range(1, 11)), 5),
         (route_modulo, "twitter:credential-1", list(range(10, 0, -1)), 10),
-        (route_rendezvous, "rss:https://example.com/feed.xml", list(range(1, 11)), 4),
-        (route_rendezvous, "twitter:credential-1", list(range(10, 0, -1)), 2),
+        # rendezvous weights: murmur3's finaliser over sha1(key)[:8] xor sha1("node/<id>")[:8]
+        (route_rendezvous, "rss:https://example.com/feed.xml", list(range(1, 11)), 10),
+        (route_rendezvous, "twitter:credential-1", list(range(10, 0, -1)), 7),
     ],
 )
 def test_pinned_routes(route, key, nodes, expected):
@@ -151,3 +158,49 @@ def test_stable_across_processes(hash_seed):
     )
     here = {s: [ROUTERS[s](k, [1, 2, 3, 4, 5]) for k in keys] for s in STRATEGIES}
     assert json.loads(child.stdout) == here
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_the_router_routes_as_the_single_key_functions_do(strategy):
+    keys = random_keys(3000)  # more than one chunk of keys weighed at once
+    router = Router(strategy)
+    router.nodes = (2, 3, 5, 8, 13)
+    assert router.route_many(keys) == [ROUTERS[strategy](k, [2, 3, 5, 8, 13]) for k in keys]
+
+
+def test_a_router_rebuilt_after_nodes_die_moves_only_their_crawlers():
+    keys = random_keys(2000)
+    router = Router("rendezvous")
+    router.rebuild(range(1, 11), {})
+    placement = {c: (k, n) for c, (k, n) in enumerate(zip(keys, router.route_many(keys)))}
+
+    moved = router.rebuild([1, 2, 4, 5, 6, 7, 9, 10], placement)
+
+    on_dead = {c for c, (_, node) in placement.items() if node in (3, 8)}
+    assert set(moved) == on_dead
+    assert all(node not in (3, 8) for node in moved.values())
+    assert moved == {
+        c: route_rendezvous(placement[c][0], [1, 2, 4, 5, 6, 7, 9, 10]) for c in on_dead
+    }
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_router_rebuilt_after_a_node_joins_moves_what_routing_now_says(strategy):
+    keys = random_keys(1000)
+    router = Router(strategy)
+    router.rebuild([1, 2, 3], {})
+    placement = {c: (k, n) for c, (k, n) in enumerate(zip(keys, router.route_many(keys)))}
+
+    moved = router.rebuild([1, 2, 3, 4], placement)
+
+    after = {c: ROUTERS[strategy](k, [1, 2, 3, 4]) for c, (k, _) in placement.items()}
+    assert moved == {c: n for c, n in after.items() if n != placement[c][1]}
+    if strategy == "rendezvous":
+        assert set(moved.values()) == {4}
+
+
+def test_a_router_without_nodes_moves_nothing_and_routes_nowhere():
+    router = Router("modulo")
+    assert router.rebuild([], {1: ("rss:a", 4)}) == {}
+    with pytest.raises(ValueError):
+        router.route("rss:a")

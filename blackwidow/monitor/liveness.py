@@ -1,0 +1,231 @@
+"""The poll half of a monitor cycle (README step 3): poll every node, record what changed,
+judge the silent nodes. Runs on its own schedule, so placement work never delays a poll.
+
+Only the leader of shard 0 judges nodes (the failure detector, dead nodes' generations);
+every shard's leader polls every node for its own crawlers and records their statuses.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from blackwidow.models import LIVE_NODE_STATES, Assignment, Node, utcnow
+from blackwidow.monitor import deliveries
+from blackwidow.monitor.detector import FailureDetector, Verdict
+from blackwidow.monitor.memory import ShardMemory
+from blackwidow.monitor.node_client import NodeClient, NodeTarget
+from blackwidow.monitor.poller import NodeReport, poll_all
+from blackwidow.monitor.tracked import Tracked, write
+
+log = logging.getLogger(__name__)
+
+RATE_SMOOTHING = 0.5  # weight of the newest rate sample
+
+_answered = (
+    update(Node.__table__)
+    .where(Node.id == bindparam("node"), Node.generation == bindparam("b_generation"))
+    .values(
+        state="active",
+        last_polled_at=bindparam("at"),
+        subscribers=bindparam("subscribers"),
+        data_sources=bindparam("sources"),
+    )
+)
+
+
+class Liveness:
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        client: NodeClient,
+        detector: FailureDetector | None,
+        memory: ShardMemory,
+        clock: Callable[[], float],
+        probe_dead_for: float,
+    ) -> None:
+        self._sessions = sessions
+        self._client = client
+        self._detector = detector  # None: another shard's leader judges the nodes
+        self._memory = memory
+        self._clock = clock
+        self._probe_dead_for = probe_dead_for
+        self._samples: dict[int, tuple[int, float]] = {}  # crawler -> (count, at)
+
+    def poll_once(self) -> None:
+        with self._sessions.begin() as session:
+            targets, probes = self._targets(session)
+        reports = poll_all(self._client, [*targets.values(), *probes], self._memory.cursor_of)
+        for probe in probes:  # a dead node's answer is not a heartbeat: it only fences it
+            reports.pop(probe.id, None)
+        now = self._clock()
+        with self._sessions.begin() as session:
+            gone = self._record_nodes(session, reports, targets, now)
+            live = tuple(
+                session.scalars(
+                    select(Node.id).where(Node.state.in_(LIVE_NODE_STATES)).order_by(Node.id)
+                )
+            )
+            self._record_statuses(session, reports, now)
+        self._remember(reports, targets, gone, live)
+
+    def _targets(self, session: Session) -> tuple[dict[int, NodeTarget], list[NodeTarget]]:
+        """Live nodes to poll, and recently dead ones to probe.
+
+        A node written off while only partitioned may still be crawling. Its probe carries
+        the generation it was declared dead in, newer than its own, so as soon as it can be
+        reached again it drops everything and registers anew (within one cycle of the heal,
+        not after its own detach timer). After `probe_dead_for` it has detached by itself.
+        """
+        recent = utcnow() - timedelta(seconds=self._probe_dead_for)
+        rows = session.execute(
+            select(Node.id, Node.url, Node.generation, Node.state).where(
+                Node.state.in_(LIVE_NODE_STATES)
+                | ((Node.state == "dead") & (Node.last_polled_at > recent))
+            )
+        )
+        targets, probes = {}, []
+        for row in rows:
+            target = NodeTarget(row.id, row.url, row.generation)
+            if row.state == "dead":
+                probes.append(target)
+            else:
+                targets[row.id] = target
+        return targets, probes
+
+    def _record_nodes(
+        self,
+        session: Session,
+        reports: dict[int, NodeReport | None],
+        targets: dict[int, NodeTarget],
+        now: float,
+    ) -> set[int]:
+        """Answered nodes in one statement; silent ones judged. The nodes this leader lost."""
+        answered = [
+            {
+                "node": node_id,
+                "b_generation": targets[node_id].generation,
+                "at": utcnow(),
+                "subscribers": report.subscriber_total,
+                "sources": report.data_source_total,
+            }
+            for node_id, report in reports.items()
+            if report is not None
+        ]
+        if answered and self._detector is not None:
+            session.execute(_answered, answered)
+        if self._detector is None:
+            return set()
+        for row in answered:
+            self._detector.heartbeat(row["node"], now)
+        silent = [node_id for node_id, report in reports.items() if report is None]
+        return {node_id for node_id in silent if self._judge(session, targets[node_id], now)}
+
+    def _judge(self, session: Session, target: NodeTarget, now: float) -> bool:
+        """Judge a silent node; True when it is declared dead now."""
+        assert self._detector is not None
+        node = session.get(Node, target.id)
+        if node is None or node.generation != target.generation:
+            return False  # it registered again meanwhile: judge the new generation next cycle
+        verdict = self._detector.verdict(node.id, now)
+        if verdict is Verdict.DEAD:
+            log.warning("node declared dead node=%s url=%s", node.id, node.url)
+            node.state = "dead"
+            node.generation += 1  # fences the old generation off (see _targets)
+            self._detector.forget(node.id)
+            session.execute(delete(Assignment).where(Assignment.node_id == node.id))
+            return True
+        shown = "suspect" if verdict is Verdict.SUSPECT else "active"
+        if node.state != shown:
+            log.warning("node %s node=%s url=%s", shown, node.id, node.url)
+            node.state = shown
+        return False
+
+    def _record_statuses(
+        self, session: Session, reports: dict[int, NodeReport | None], now: float
+    ) -> None:
+        """What the nodes said of this shard's crawlers, written for those that changed."""
+        statuses = [s for r in reports.values() if r is not None for s in r.subscribers]
+        sources = [d for r in reports.values() if r is not None for d in r.data_sources]
+        deliveries.record_sources(session, sources)
+        runs = deliveries.known_runs(session, statuses)
+        rows: dict[int, dict[str, Any]] = {}
+        with self._memory.lock:
+            crawlers = self._memory.crawlers
+            for status in statuses:
+                crawler = crawlers.get(int(status["crawler_id"]))
+                if crawler is not None:
+                    rows[crawler.id] = self._take_status(session, crawler, status, runs, now)
+            self._decay_idle_rates(reports, rows, now)
+        write(session, {c: row for c, row in rows.items() if row})
+
+    def _take_status(
+        self, session: Session, crawler: Tracked, status: dict, runs: dict, now: float
+    ) -> dict[str, Any]:
+        """Apply one subscriber status to the crawler; the columns that changed."""
+        before = (crawler.last_error, crawler.items_delivered, crawler.items_collected)
+        crawler.last_error = status.get("last_error")
+        deliveries.record(session, runs, crawler, status)
+        if status.get("items_collected") is not None:  # None: its store has not answered yet
+            count = int(status["items_collected"])
+            self._sample(crawler, count, now)
+            crawler.items_collected = count
+        after = (crawler.last_error, crawler.items_delivered, crawler.items_collected)
+        if before == after:
+            return {}
+        self._memory.dirty.add(crawler.id)  # a count may end it, or change its lease
+        return {
+            "last_error": crawler.last_error,
+            "items_delivered": crawler.items_delivered,
+            "items_collected": crawler.items_collected,
+            "rate": crawler.rate,
+        }
+
+    def _sample(self, crawler: Tracked, count: int, now: float) -> None:
+        previous = self._samples.get(crawler.id)
+        if previous is not None and now > previous[1]:
+            sample = max(0, count - previous[0]) / (now - previous[1])
+            crawler.rate = RATE_SMOOTHING * sample + (1 - RATE_SMOOTHING) * crawler.rate
+        self._samples[crawler.id] = (count, now)
+
+    def _decay_idle_rates(
+        self, reports: dict[int, NodeReport | None], rows: dict[int, dict], now: float
+    ) -> None:
+        """A crawler with a user budget that stored nothing this poll has its rate fall, so
+        its lease shrinks to what it uses (only budgets need rates)."""
+        view, crawlers, limits = self._memory.view, self._memory.crawlers, self._memory.limits
+        for node_id, report in reports.items():
+            if report is None:
+                continue
+            for crawler_id in view.crawlers_on(node_id):
+                crawler = crawlers.get(crawler_id)
+                if crawler is None or crawler_id in rows or crawler.user_id not in limits:
+                    continue
+                if crawler.rate > 0:
+                    self._sample(crawler, crawler.items_collected, now)
+
+    def _remember(
+        self,
+        reports: dict[int, NodeReport | None],
+        targets: dict[int, NodeTarget],
+        gone: set[int],
+        live: tuple[int, ...],
+    ) -> None:
+        memory = self._memory
+        with memory.lock:
+            memory.targets = targets
+            for node_id in gone:
+                memory.dirty |= memory.view.forget(node_id)
+            for node_id, report in reports.items():
+                memory.dirty |= memory.view.apply(node_id, report)
+            for node_id in set(memory.view.nodes()) - set(reports):
+                memory.dirty |= memory.view.forget(node_id)  # no longer polled: dead, or gone
+            if live != memory.live:
+                log.info("hard reload nodes=%s", list(live))
+                memory.live = live
+        memory.polled.set()  # the reconciler runs after every poll, or as soon as it is free

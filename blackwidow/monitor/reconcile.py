@@ -1,0 +1,361 @@
+"""The reconcile half of a monitor cycle (README step 3): take crawler changes, route, lease,
+push the difference in batches, record. Costs what changed, not what exists.
+
+It looks only at `dirty` crawlers: changed by an analyst, reported differently by a node,
+on a node that came or went, holding a lease that moves, or not yet where they should be.
+A crawler leaves the dirty set once it runs where routing wants it with the wanted spec, or
+runs nowhere when it should not run. The decisions are the pure modules' (routing, quota,
+states); SQL is read and written in bulk, and never while the memory's lock is held.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from blackwidow import changes, credentials
+from blackwidow.monitor import leases
+from blackwidow.monitor.desired import facts, spec
+from blackwidow.monitor.memory import ShardMemory
+from blackwidow.monitor.node_client import NodeClient, NodeRejected, NodeTarget, NodeUnreachable
+from blackwidow.monitor.poller import in_parallel
+from blackwidow.monitor.routing import Router
+from blackwidow.monitor.states import runnable, state_of
+from blackwidow.monitor.tracked import (
+    Tracked,
+    load,
+    recorded_assignments,
+    save_assignments,
+    user_limits,
+    write,
+)
+from blackwidow.node_protocol import Shard
+from sources.model import SubscriberSpec
+
+log = logging.getLogger(__name__)
+
+RESYNC_INTERVAL = 600.0  # seconds between full reads of the shard's crawlers
+
+
+@dataclass
+class Plan:
+    """What one reconcile pass sends, per node, removals before pushes."""
+
+    removals: dict[int, list[int]] = field(default_factory=dict)  # node -> crawler ids
+    pushes: dict[int, list[SubscriberSpec]] = field(default_factory=dict)  # node -> specs
+
+
+@dataclass
+class Outcome:
+    acked: dict[int, tuple[int, dict]] = field(default_factory=dict)  # crawler -> (node, status)
+    rejected: dict[int, str] = field(default_factory=dict)  # crawler -> reason
+    removed: dict[int, list[int]] = field(default_factory=dict)  # node -> crawler ids
+
+
+class Reconciler:
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        client: NodeClient,
+        memory: ShardMemory,
+        router: Router,
+        lease_horizon: float,
+        shard: Shard,
+        leading: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self._sessions = sessions
+        self._client = client
+        self._memory = memory
+        self._router = router
+        self._lease_horizon = lease_horizon
+        self._shard = shard
+        self._leading = leading  # False once the lock is lost: nothing more is pushed
+        self._placement: dict[int, int] = {}  # runnable crawler -> the node routing chose
+        self._by_user: dict[int, set[int]] = {}  # user id -> their crawlers in this shard
+        self._recorded: dict[int, int] = {}  # crawler -> node, as the assignments table says
+        self._secrets: dict[int, dict[str, Any]] = {}  # crawler -> stored credential pushed
+        self._targets: dict[int, NodeTarget] = {}
+        self._resync_at = 0.0
+
+    def reconcile_once(self, targets: dict[int, NodeTarget]) -> None:
+        """One pass: plan, push the plan, record what the nodes acknowledged."""
+        self._targets = targets
+        plan, taken = self.plan()
+        outcome = self._execute(plan) if self._leading() else Outcome()
+        rows, placed, unplaced = self._settle(outcome)
+        with self._sessions.begin() as session:
+            write(session, rows)
+            save_assignments(session, placed, unplaced)
+            changes.taken(session, taken)
+
+    def plan(self) -> tuple[Plan, list[int]]:
+        """Take crawler changes and decide what to push and remove; the plan, and the ids of
+        the changes it took (forgotten once the pass is recorded). Lease grants are written
+        before this returns, so the ledger knows a grant before any node does."""
+        with self._sessions.begin() as session:
+            taken = self._take_changes(session)
+        plan, grants = self._decide()
+        if grants:
+            with self._sessions.begin() as session:
+                write(session, grants)
+        return plan, taken
+
+    # -- read what changed -----------------------------------------------------------------
+
+    def _take_changes(self, session: Session) -> list[int]:
+        """Apply crawler changes (all crawlers, the first time) to memory; the change ids."""
+        memory = self._memory
+        if not memory.loaded or time.monotonic() >= self._resync_at:
+            return self._load_all(session)
+        pending = [row for row in changes.pending(session) if self._shard.owns(row[2])]
+        if not pending:
+            return []
+        ids = {crawler_id for _id, crawler_id, _key in pending}
+        fresh = load(session, self._shard, ids)
+        users = {c.user_id for c in fresh.values()} | {
+            memory.crawlers[c].user_id for c in ids if c in memory.crawlers
+        }
+        limits = user_limits(session, users)
+        secrets = credentials.secrets_for(session, list(fresh.values()))
+        with memory.lock:
+            for crawler_id in ids:
+                self._replace(crawler_id, fresh.get(crawler_id), secrets.get(crawler_id))
+            for user_id in users:
+                memory.limits.pop(user_id, None)
+            memory.limits.update(limits)
+            memory.dirty |= ids
+        return [change_id for change_id, _c, _key in pending]
+
+    def _load_all(self, session: Session) -> list[int]:
+        """Read every crawler of the shard: when leading starts, and now and then after, in
+        case a write ever missed recording its change. What polls taught is kept."""
+        memory = self._memory
+        pending = [row for row in changes.pending(session) if self._shard.owns(row[2])]
+        crawlers = load(session, self._shard)
+        limits = user_limits(session)
+        self._recorded = recorded_assignments(session)
+        self._secrets = credentials.secrets_for(session, list(crawlers.values()))
+        with memory.lock:
+            for crawler_id, crawler in crawlers.items():
+                if (old := memory.crawlers.get(crawler_id)) is not None:
+                    crawler.rate = old.rate
+            memory.crawlers, memory.limits, memory.loaded = crawlers, limits, True
+            view = memory.view
+            memory.dirty |= set(crawlers) | set(self._recorded)
+            memory.dirty |= {c for node in view.nodes() for c in view.crawlers_on(node)}
+        self._by_user = {}
+        for crawler in crawlers.values():
+            self._by_user.setdefault(crawler.user_id, set()).add(crawler.id)
+        self._placement.clear()
+        self._resync_at = time.monotonic() + RESYNC_INTERVAL
+        return [change_id for change_id, _crawler, _key in pending]
+
+    def _replace(self, crawler_id: int, fresh: Tracked | None, secret: dict | None) -> None:
+        """Swap in a crawler's new configuration, keeping what the monitor learned of it."""
+        crawlers = self._memory.crawlers
+        old = crawlers.pop(crawler_id, None)
+        if old is not None:
+            self._by_user.get(old.user_id, set()).discard(crawler_id)
+            self._placement.pop(crawler_id, None)  # its key may have changed: route again
+        self._secrets.pop(crawler_id, None)
+        if fresh is None:
+            return
+        if old is not None:
+            fresh.rate = old.rate
+            fresh.items_collected = max(fresh.items_collected, old.items_collected)
+        crawlers[crawler_id] = fresh
+        self._by_user.setdefault(fresh.user_id, set()).add(crawler_id)
+        if secret is not None:
+            self._secrets[crawler_id] = secret
+
+    # -- decide ----------------------------------------------------------------------------
+
+    def _decide(self) -> tuple[Plan, dict[int, dict[str, Any]]]:
+        """Route, lease and diff the dirty crawlers; the plan and the lease grants to record."""
+        memory = self._memory
+        with memory.lock:
+            dirty = memory.dirty
+            memory.dirty = set()
+            self._route(memory.live, dirty)
+            lease_of, grants = self._lease(dirty)
+            self._build_specs(dirty, lease_of)
+            self._dirty = dirty
+            return self._diff(dirty), grants
+
+    def _route(self, live: tuple[int, ...], dirty: set[int]) -> None:
+        """Place runnable dirty crawlers, and every crawler when the node set changed."""
+        crawlers = self._memory.crawlers
+        if self._router.nodes != live:
+            placed = {c: (crawlers[c].uuid, n) for c, n in self._placement.items()}
+            moved = self._router.rebuild(live, placed)
+            self._placement.update(moved)
+            dirty |= set(moved)
+            if not live:
+                dirty |= set(self._placement)
+                self._placement.clear()
+        exhausted = leases.exhausted_users(self._memory.limits, self._owned_of(dirty))
+        unplaced = []
+        for crawler_id in dirty:
+            crawler = crawlers.get(crawler_id)
+            wanted = crawler is not None and runnable(
+                facts(crawler, crawler.user_id in exhausted, False)
+            )
+            if not wanted or not live:
+                self._placement.pop(crawler_id, None)
+            elif crawler_id not in self._placement:
+                unplaced.append(crawler_id)
+        nodes = self._router.route_many([crawlers[c].uuid for c in unplaced]) if unplaced else []
+        self._placement.update(zip(unplaced, nodes, strict=True))
+
+    def _owned_of(self, crawler_ids: set[int]) -> dict[int, list[Tracked]]:
+        """The crawlers of every user with a budget who owns one of these."""
+        crawlers, limits = self._memory.crawlers, self._memory.limits
+        users = {crawlers[c].user_id for c in crawler_ids if c in crawlers} & set(limits)
+        return {u: [crawlers[c] for c in self._by_user.get(u, ())] for u in users}
+
+    def _lease(self, dirty: set[int]) -> tuple[dict[int, int], dict[int, dict[str, Any]]]:
+        """Plan the leases of users whose crawlers changed: the lease to push per crawler, and
+        the grants to record before pushing. A crawler whose lease moves becomes dirty."""
+        lease_of: dict[int, int] = {}
+        grants: dict[int, dict[str, Any]] = {}
+        limits = self._memory.limits
+        for user_id, owned in self._owned_of(dirty).items():
+            before = {c.id: c.lease for c in owned}
+            pushed = leases.plan(limits[user_id], owned, self._placement, self._lease_horizon)
+            lease_of.update(pushed)
+            for crawler in owned:
+                if crawler.lease != before[crawler.id]:
+                    grants[crawler.id] = {"lease": crawler.lease}
+                if crawler.spec is None or crawler.spec.lease != pushed[crawler.id]:
+                    dirty.add(crawler.id)
+        return lease_of, grants
+
+    def _build_specs(self, dirty: set[int], lease_of: dict[int, int]) -> None:
+        """A spec (and its digest, computed once) for each placed dirty crawler whose
+        configuration or lease changed."""
+        crawlers = self._memory.crawlers
+        for crawler_id in dirty:
+            crawler = crawlers.get(crawler_id)
+            if crawler is None or crawler_id not in self._placement:
+                continue
+            lease = lease_of.get(crawler_id) if crawler.user_id in self._memory.limits else None
+            if crawler.spec is None or crawler.spec.lease != lease:
+                crawler.spec = spec(crawler, lease, self._secrets.get(crawler_id))
+                crawler.digest = crawler.spec.digest()
+
+    def _diff(self, dirty: set[int]) -> Plan:
+        """Removals from nodes that should not run a crawler, pushes where it should."""
+        plan = Plan()
+        view, crawlers = self._memory.view, self._memory.crawlers
+        for crawler_id in sorted(dirty):
+            node_id = self._placement.get(crawler_id)
+            crawler = crawlers.get(crawler_id)
+            for place in view.places(crawler_id):
+                if place != node_id and view.answered(place):
+                    plan.removals.setdefault(place, []).append(crawler_id)
+            if node_id is None or crawler is None or not view.answered(node_id):
+                continue
+            if crawler.spec is not None and view.places(crawler_id).get(node_id) != crawler.digest:
+                plan.pushes.setdefault(node_id, []).append(crawler.spec)
+        return plan
+
+    # -- act -------------------------------------------------------------------------------
+
+    def _execute(self, plan: Plan) -> Outcome:
+        """Removals on every node first (in parallel), then pushes: a moved crawler never
+        runs on two nodes past this pass."""
+        outcome = Outcome()
+        targets = self._targets
+
+        def remove(target: NodeTarget) -> None:
+            ids = plan.removals[target.id]
+            try:
+                self._client.remove_many(target, ids)
+                outcome.removed[target.id] = ids
+            except (NodeUnreachable, NodeRejected) as error:
+                log.info("remove failed node=%s crawlers=%s error=%s", target.id, len(ids), error)
+
+        def push(target: NodeTarget) -> None:
+            specs = plan.pushes[target.id]
+            try:
+                results = self._client.push_many(target, specs)
+            except (NodeUnreachable, NodeRejected) as error:
+                log.info("push failed node=%s crawlers=%s error=%s", target.id, len(specs), error)
+                return
+            for crawler_id, result in results.items():
+                if "status" in result:
+                    outcome.acked[crawler_id] = (target.id, result["status"])
+                else:
+                    outcome.rejected[crawler_id] = str(result["error"]["message"])
+
+        in_parallel([targets[n] for n in plan.removals if n in targets], remove)
+        if self._leading():
+            in_parallel([targets[n] for n in plan.pushes if n in targets], push)
+        return outcome
+
+    # -- record ----------------------------------------------------------------------------
+
+    def _settle(
+        self, outcome: Outcome
+    ) -> tuple[dict[int, dict[str, Any]], dict[int, tuple[int, str]], set[int]]:
+        """Apply the outcome; crawler rows to write, assignments placed and gone."""
+        memory = self._memory
+        rows: dict[int, dict[str, Any]] = {}
+        placed: dict[int, tuple[int, str]] = {}
+        unplaced: set[int] = set()
+        with memory.lock:
+            view, crawlers = memory.view, memory.crawlers
+            for node_id, ids in outcome.removed.items():
+                view.removed(node_id, ids)
+            for crawler_id, (node_id, _status) in outcome.acked.items():
+                crawler = crawlers.get(crawler_id)
+                if crawler is not None and crawler.digest is not None:
+                    view.acked(node_id, crawler_id, crawler.digest)
+            exhausted = leases.exhausted_users(memory.limits, self._owned_of(self._dirty))
+            for crawler_id in self._dirty:
+                crawler = crawlers.get(crawler_id)
+                if crawler is None:
+                    unplaced.add(crawler_id)
+                    continue
+                node_id, row = self._settle_one(crawler, outcome, exhausted)
+                if row:
+                    rows[crawler_id] = row
+                if node_id is not None and self._recorded.get(crawler_id) != node_id:
+                    placed[crawler_id] = (node_id, crawler.digest or "")
+                    self._recorded[crawler_id] = node_id
+                elif node_id is None and crawler_id in self._recorded:
+                    unplaced.add(crawler_id)
+                    del self._recorded[crawler_id]
+            for crawler_id in unplaced:
+                self._recorded.pop(crawler_id, None)
+        return rows, placed, unplaced
+
+    def _settle_one(
+        self, crawler: Tracked, outcome: Outcome, exhausted: set[int]
+    ) -> tuple[int | None, dict[str, Any]]:
+        """One crawler's state after this pass: the node it runs on (None: nowhere it
+        should), and its changed columns. One that is not settled stays dirty."""
+        before = (crawler.state, crawler.lease, crawler.last_error)
+        view = self._memory.view
+        node_id = self._placement.get(crawler.id)
+        places = view.places(crawler.id)
+        running = node_id is not None and places.get(node_id) == crawler.digest
+        if crawler.id in outcome.acked:
+            leases.confirm(crawler, outcome.acked[crawler.id][1])
+        elif not places:
+            leases.release(crawler)
+        if crawler.id in outcome.rejected:
+            crawler.state, crawler.last_error = "failed", outcome.rejected[crawler.id]
+        else:
+            crawler.state = state_of(facts(crawler, crawler.user_id in exhausted, running))
+        unsettled = (node_id is not None and not running) or any(p != node_id for p in places)
+        if unsettled and crawler.state != "failed":
+            self._memory.dirty.add(crawler.id)
+        after = (crawler.state, crawler.lease, crawler.last_error)
+        changed = dict(zip(("state", "lease", "last_error"), after, strict=True))
+        return (node_id if running else None), ({} if before == after else changed)

@@ -1,0 +1,125 @@
+"""The monitor's memory of its shard's crawlers: read once when it starts leading, then kept
+current from crawler changes and node reports, so no cycle reads every crawler.
+
+Reads and writes SQL in bulk (one statement per batch of ids, one executemany per kind of
+update), on SQLite and PostgreSQL alike. Decides nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.orm import Session
+
+from blackwidow.models import Assignment, Crawler, User, utcnow
+from blackwidow.node_protocol import Shard
+from sources.model import SubscriberSpec
+
+CHUNK = 500  # ids per IN list: within every back end's limit on bound parameters
+
+
+@dataclass(slots=True, eq=False)
+class Tracked:
+    """A crawler as the monitor holds it: its configuration and what nodes said of it."""
+
+    id: int
+    uuid: str
+    user_id: int
+    source: str
+    query: dict[str, Any]
+    item_limit: int | None
+    retention_days: int | None
+    enabled: bool
+    priority: str
+    state: str
+    items_collected: int
+    items_delivered: int
+    lease: int
+    rate: float
+    last_error: str | None
+    spec: SubscriberSpec | None = None  # what to push, while it is runnable
+    digest: str | None = None
+
+
+_COLUMNS = (
+    Crawler.id,
+    Crawler.uuid,
+    Crawler.user_id,
+    Crawler.source,
+    Crawler.query,
+    Crawler.item_limit,
+    Crawler.retention_days,
+    Crawler.enabled,
+    Crawler.priority,
+    Crawler.state,
+    Crawler.items_collected,
+    Crawler.items_delivered,
+    Crawler.lease,
+    Crawler.rate,
+    Crawler.last_error,
+)
+
+
+def chunks(ids: Iterable[int]) -> Iterable[list[int]]:
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), CHUNK):
+        yield ordered[start : start + CHUNK]
+
+
+def load(session: Session, shard: Shard, ids: Collection[int] | None = None) -> dict[int, Tracked]:
+    """The shard's crawlers (all, or those of `ids` that still exist), by id."""
+    queries = (
+        [select(*_COLUMNS)]
+        if ids is None
+        else [select(*_COLUMNS).where(Crawler.id.in_(chunk)) for chunk in chunks(ids)]
+    )
+    found = {}
+    for query in queries:
+        for row in session.execute(query):
+            if shard.owns(row.uuid):
+                found[row.id] = Tracked(*row)
+    return found
+
+
+def user_limits(session: Session, user_ids: Collection[int] | None = None) -> dict[int, int]:
+    """user id -> item limit, for users that have one (all users, or those of `user_ids`)."""
+    query = select(User.id, User.item_limit).where(User.item_limit.is_not(None))
+    if user_ids is None:
+        return dict(session.execute(query).all())
+    limits: dict[int, int] = {}
+    for chunk in chunks(user_ids):
+        limits.update(session.execute(query.where(User.id.in_(chunk))).all())
+    return limits
+
+
+def write(session: Session, rows: Mapping[int, Mapping[str, Any]]) -> None:
+    """Bulk-update crawlers: crawler id -> {column: value}; one executemany per column set."""
+    by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for crawler_id, values in rows.items():
+        by_columns.setdefault(tuple(sorted(values)), []).append({"id": crawler_id, **values})
+    for batch in by_columns.values():
+        session.execute(update(Crawler), batch)
+
+
+def save_assignments(
+    session: Session, placed: Mapping[int, tuple[int, str]], unplaced: Collection[int]
+) -> None:
+    """Record where crawlers now run (crawler id -> (node, digest)) and that some run nowhere."""
+    gone = set(unplaced) | set(placed)
+    for chunk in chunks(gone):
+        session.execute(delete(Assignment).where(Assignment.crawler_id.in_(chunk)))
+    now = utcnow()
+    rows = [
+        {"crawler_id": c, "node_id": node, "digest": digest, "pushed_at": now}
+        for c, (node, digest) in placed.items()
+    ]
+    if rows:
+        session.execute(insert(Assignment), rows)
+
+
+def recorded_assignments(session: Session) -> dict[int, int]:
+    """crawler id -> node id as recorded: read once, when a leader starts."""
+    return dict(session.execute(select(Assignment.crawler_id, Assignment.node_id)).all())

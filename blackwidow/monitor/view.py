@@ -1,0 +1,89 @@
+"""What the nodes last reported, kept between polls: each node's cursor and the digest of
+every subscriber it runs. Applies poll answers (full or changes only); decides nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from blackwidow.monitor.poller import NodeReport
+from blackwidow.node_protocol import Cursor
+
+
+@dataclass
+class NodeView:
+    cursor: Cursor | None = None
+    digests: dict[int, str] = field(default_factory=dict)  # crawler id -> spec digest
+    answered: bool = False  # the latest poll got an answer: its digests are current
+
+
+class ClusterView:
+    def __init__(self) -> None:
+        self._nodes: dict[int, NodeView] = {}
+        self._where: dict[int, dict[int, str]] = {}  # crawler id -> node id -> digest
+
+    def cursor(self, node_id: int) -> Cursor | None:
+        node = self._nodes.get(node_id)
+        return node.cursor if node else None
+
+    def apply(self, node_id: int, report: NodeReport | None) -> set[int]:
+        """Take one poll's outcome; the crawlers whose reported placement or digest changed."""
+        node = self._nodes.setdefault(node_id, NodeView())
+        node.answered = report is not None
+        if report is None:
+            return set()
+        touched: set[int] = set()
+        if report.full:
+            touched |= self._drop(node_id, node, [c for c in node.digests if c not in report.ids])
+        touched |= self._drop(node_id, node, report.removed)
+        for crawler_id, digest in report.digests().items():
+            if node.digests.get(crawler_id) != digest:
+                node.digests[crawler_id] = digest
+                self._where.setdefault(crawler_id, {})[node_id] = digest
+                touched.add(crawler_id)
+        node.cursor = report.cursor
+        return touched
+
+    def acked(self, node_id: int, crawler_id: int, digest: str) -> None:
+        """A push was acknowledged: the node runs this spec now."""
+        node = self._nodes.setdefault(node_id, NodeView())
+        node.digests[crawler_id] = digest
+        self._where.setdefault(crawler_id, {})[node_id] = digest
+
+    def removed(self, node_id: int, crawler_ids: Iterable[int]) -> None:
+        node = self._nodes.get(node_id)
+        if node is not None:
+            self._drop(node_id, node, crawler_ids)
+
+    def forget(self, node_id: int) -> set[int]:
+        """A node that is gone (dead, or registered again): the crawlers it held."""
+        node = self._nodes.pop(node_id, None)
+        if node is None:
+            return set()
+        return self._drop(node_id, node, list(node.digests))
+
+    def _drop(self, node_id: int, node: NodeView, crawler_ids: Iterable[int]) -> set[int]:
+        dropped = set()
+        for crawler_id in crawler_ids:
+            if node.digests.pop(crawler_id, None) is not None:
+                dropped.add(crawler_id)
+                places = self._where.get(crawler_id, {})
+                places.pop(node_id, None)
+                if not places:
+                    self._where.pop(crawler_id, None)
+        return dropped
+
+    def places(self, crawler_id: int) -> dict[int, str]:
+        """node id -> digest, for every node reporting the crawler."""
+        return self._where.get(crawler_id, {})
+
+    def answered(self, node_id: int) -> bool:
+        node = self._nodes.get(node_id)
+        return node is not None and node.answered
+
+    def crawlers_on(self, node_id: int) -> list[int]:
+        node = self._nodes.get(node_id)
+        return list(node.digests) if node else []
+
+    def nodes(self) -> list[int]:
+        return list(self._nodes)
