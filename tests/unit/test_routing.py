@@ -172,7 +172,9 @@ def test_a_router_rebuilt_after_nodes_die_moves_only_their_crawlers():
     keys = random_keys(2000)
     router = Router("rendezvous")
     router.rebuild(range(1, 11), {})
-    placement = {c: (k, n) for c, (k, n) in enumerate(zip(keys, router.route_many(keys)))}
+    placement = {
+        c: (k, n) for c, (k, n) in enumerate(zip(keys, router.route_many(keys), strict=True))
+    }
 
     moved = router.rebuild([1, 2, 4, 5, 6, 7, 9, 10], placement)
 
@@ -189,7 +191,9 @@ def test_a_router_rebuilt_after_a_node_joins_moves_what_routing_now_says(strateg
     keys = random_keys(1000)
     router = Router(strategy)
     router.rebuild([1, 2, 3], {})
-    placement = {c: (k, n) for c, (k, n) in enumerate(zip(keys, router.route_many(keys)))}
+    placement = {
+        c: (k, n) for c, (k, n) in enumerate(zip(keys, router.route_many(keys), strict=True))
+    }
 
     moved = router.rebuild([1, 2, 3, 4], placement)
 
