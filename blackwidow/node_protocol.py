@@ -31,7 +31,7 @@ class Shard:
         return f"{self.index}/{self.count}"
 
     def owns(self, source_key: str) -> bool:
-        return shard_of(source_key, self.count) == self.index
+        return self.count == 1 or shard_of(source_key, self.count) == self.index
 
     @classmethod
     def parse(cls, text: str | None) -> Shard:

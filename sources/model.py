@@ -90,7 +90,9 @@ class SubscriberSpec:
         return self.user_id if self.credential is not None else None
 
     def to_json(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
+        """The spec as JSON data. Shallow: the query is shared, not copied (a hub computes
+        this for every crawler it places, and never changes the result)."""
+        data = {name: getattr(self, name) for name in _SPEC_FIELDS}
         # absent rather than a default value: digests of specs made before the field stay valid
         if data["credential"] is None:
             del data["credential"]
@@ -107,6 +109,9 @@ class SubscriberSpec:
         """Stable fingerprint: equal specs give equal digests in every process."""
         canonical = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha1(canonical.encode()).hexdigest()
+
+
+_SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(SubscriberSpec))
 
 
 class SourceSink(Protocol):
