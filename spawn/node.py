@@ -41,6 +41,7 @@ class Node:
         with self._lock:
             self.node_id = node_id
             self.generation = generation
+            self._epochs.clear()  # a new registration may be with a hub of another database
             self.last_polled_at = self.clock()  # detach_after counts from registration
         self.registered.set()
         log.info("node registered node=%s generation=%s", node_id, generation)

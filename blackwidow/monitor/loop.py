@@ -180,8 +180,9 @@ class MonitorLoop(threading.Thread):
                     )
 
     def _drop(self, shard: Shard, why: str) -> None:
-        log.warning("monitor %s shard=%s holder=%s", why, shard, self._holder)
+        """Stop leading a shard; its reconcile thread has ended when this returns."""
         self._led.pop(shard).stop()
+        log.warning("monitor %s shard=%s holder=%s", why, shard, self._holder)
 
     def _record_cycle(self, leadership: Leadership, seconds: float) -> None:
         with self._sessions.begin() as session:
