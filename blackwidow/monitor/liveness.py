@@ -48,6 +48,7 @@ class Liveness:
         memory: ShardMemory,
         clock: Callable[[], float],
         probe_dead_for: float,
+        leading: Callable[[], bool] = lambda: True,
     ) -> None:
         self._sessions = sessions
         self._client = client
@@ -55,6 +56,7 @@ class Liveness:
         self._memory = memory
         self._clock = clock
         self._probe_dead_for = probe_dead_for
+        self._leading = leading  # False once the lock lapsed: a stale leader records nothing
         self._samples: dict[int, tuple[int, float]] = {}  # crawler -> (count, at)
 
     def poll_once(self) -> None:
@@ -64,6 +66,8 @@ class Liveness:
         for probe in probes:  # a dead node's answer is not a heartbeat: it only fences it
             reports.pop(probe.id, None)
         now = self._clock()
+        if not self._leading():  # it stalled past its lock mid-poll: its view is not news
+            return
         with self._sessions.begin() as session:
             gone = self._record_nodes(session, reports, targets, now)
             live = tuple(

@@ -83,6 +83,7 @@ class Leadership:
             self.memory,
             clock=time.monotonic,
             probe_dead_for=2 * settings.detach_after,
+            leading=self.valid,
         )
         self.reconciler = Reconciler(
             sessions,
