@@ -21,4 +21,4 @@ def healthz() -> dict[str, Any]:
 @blp.route("/api/v1/health")
 def health_detail() -> dict[str, Any]:
     with transaction() as session:
-        return health.detail(session, hub().store, utcnow())
+        return health.detail(session, hub().store, utcnow(), hub().settings.monitor_shards)
