@@ -5,6 +5,7 @@ Every figure measured here goes to the run's "measurements" section.
 
 from __future__ import annotations
 
+import signal
 import sqlite3
 import time
 from collections.abc import Callable
@@ -166,3 +167,74 @@ def test_a_hub_stopped_cleanly_hands_the_lock_over_at_once(
         assert db.execute("SELECT holder, expires_at FROM monitor_lock").fetchall() == [
             (None, None)
         ]
+
+
+def test_a_leader_paused_past_its_lock_does_not_act_when_it_resumes(
+    cluster: Callable[..., Cluster],
+) -> None:
+    """A leader that stalls past its lock's expiry (here SIGSTOP, as a long GC pause or a
+    swapped-out host would) finds a successor with a newer epoch when it resumes: it stops
+    acting at once, and nodes refuse calls of an older epoch anyway."""
+    c = cluster(1)
+    second = c.add_hub()
+    token = c.user()
+    crawler = c.crawler(token, [c.feed("fenced", items=3)])
+    wait_until(lambda: len(c.items(token, crawler["id"])) == 3, what="items")
+    hubs = {c.hub.process.pid: c.hub, second.process.pid: second}
+    leader_pid = int(monitor(c)["holder"].split(":")[1])
+    paused, survivor = hubs[leader_pid], next(h for p, h in hubs.items() if p != leader_pid)
+
+    paused.process.send_signal(signal.SIGSTOP)
+    try:
+
+        def survivor_leads() -> bool:
+            holder = requests.get(f"{survivor.url}/api/v1/health", timeout=5).json()["monitor"]
+            return (holder["holder"] or "").split(":")[1:2] == [str(survivor.process.pid)]
+
+        wait_until(survivor_leads, what="the other hub to lead")
+        c.hub = survivor
+        off = c.call("PATCH", f"/api/v1/crawlers/{crawler['id']}", token, json={"enabled": False})
+        assert off.status_code == 200
+        wait_until(lambda: c.node_health(c.nodes[0])["crawlers"] == [], what="the crawler off")
+    finally:
+        paused.process.send_signal(signal.SIGCONT)
+
+    # logged once its reconcile thread has ended: whatever it was doing is over
+    wait_until(lambda: "lost the lead" in paused.log_path.read_text(), what="the lead lost")
+    assert c.node_health(c.nodes[0])["crawlers"] == []
+    assert c.get(token, crawler["id"])["state"] == "disabled"
+
+
+def test_two_hubs_share_the_monitor_shards_and_one_takes_all_when_the_other_dies(
+    cluster: Callable[..., Cluster],
+) -> None:
+    c = cluster(2, BLACKWIDOW_MONITOR_SHARDS="2")
+    second = c.add_hub()
+    token = c.user()
+    crawlers = [c.crawler(token, [c.feed(f"sharded-{n}", items=2)]) for n in range(8)]
+    for crawler in crawlers:
+        wait_until(lambda cr=crawler: len(c.items(token, cr["id"])) == 2, what="items")
+
+    def holders() -> list[str | None]:
+        return [shard["holder"] for shard in monitor(c)["shards"]]
+
+    wait_until(
+        lambda: (h := holders()) and None not in h and len({x.split(":")[1] for x in h}) == 2,
+        what="each hub leading one shard",
+    )
+    c.hub.kill()
+    killed_at = time.monotonic()
+    c.hub = second
+    wait_until(
+        lambda: (
+            {h.split(":")[1] for h in holders() if h} == {str(second.process.pid)}
+            and None not in holders()
+        ),
+        what="the surviving hub to lead both shards",
+    )
+    takeover = time.monotonic() - killed_at
+    late = c.crawler(token, [c.feed("sharded-late", items=2)])
+    wait_until(lambda: len(c.items(token, late["id"])) == 2, what="a new crawler placed")
+    MEASUREMENTS.append(
+        f"two hubs, 2 monitor shards, one hub kill -9 -> the other leads both: {takeover:.1f}s"
+    )
