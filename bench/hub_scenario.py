@@ -1,0 +1,378 @@
+"""One hub-at-scale scenario, measured: create, place, hold steady, lose 10% of the nodes.
+
+The hub runs as real processes; the nodes are `bench.simulated_nodes` processes, the ones to
+be killed in a process of their own so their death is a SIGKILL the hub cannot tell from a
+real one. Figures come from the hub's API (`/api/v1/health`), /proc (CPU) and the simulated
+nodes' own counts (calls served, crawlers held). A wait that reaches its deadline is noted
+("did not settle within Xs") and the scenario goes on where it can.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import secrets
+import statistics
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from bench.hub_processes import (
+    Hub,
+    Processes,
+    SimulatedNodes,
+    Unsettled,
+    cpu_seconds,
+    start_hub,
+    upgrade_database,
+    wait_for,
+)
+
+CALL_KINDS = ("poll", "put_one", "put_batch", "delete_one", "delete_batch", "other")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    nodes: int
+    crawlers: int
+    database: str  # sqlite | postgres
+    routing: str
+    shards: int
+    poll_interval: float = 2.0
+    clients: int = 8
+    steady_window: float = 20.0
+    settle_timeout: float = 300.0
+
+    @property
+    def killed(self) -> int:
+        return max(1, self.nodes // 10)
+
+    def title(self) -> str:
+        return (
+            f"{self.nodes:,} nodes x {self.crawlers:,} crawlers, {self.database}, "
+            f"{self.routing}, {self.shards} shard(s)"
+        )
+
+
+@dataclass
+class Result:
+    figures: dict[str, float | None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+class Run:
+    """One scenario against the hub of one source tree."""
+
+    def __init__(self, scenario: Scenario, tree: Path, database_url: str, work: Path) -> None:
+        self.scenario = scenario
+        self.tree = tree
+        self.work = work
+        self.result = Result()
+        self.processes = Processes()
+        self.http = requests.Session()
+        self.http.trust_env = False
+        self.admin_token = secrets.token_hex(16)
+        self.env = {
+            "BLACKWIDOW_DATABASE_URL": database_url,
+            "BLACKWIDOW_STORE": f"sqlite:///{work / 'items.db'}",
+            "BLACKWIDOW_CLUSTER_SECRET": secrets.token_hex(16),
+            "BLACKWIDOW_ADMIN_TOKEN": self.admin_token,
+            "BLACKWIDOW_POLL_INTERVAL": f"{scenario.poll_interval:g}",
+            "BLACKWIDOW_ROUTING": scenario.routing,
+            "BLACKWIDOW_MONITOR_SHARDS": str(scenario.shards),
+        }
+        self.hubs: list[Hub] = []
+        self.crawler_ids: list[int] = []
+
+    # -- measuring ------------------------------------------------------------------------
+
+    def execute(self) -> Result:
+        try:
+            self._start()
+            self._create()
+            self._place()
+            self._steady()
+            self._kill()
+        except Unsettled as unsettled:
+            self.result.notes.append(str(unsettled))
+        finally:
+            self.processes.stop_all()
+            self._scan_logs()
+        return self.result
+
+    def _start(self) -> None:
+        s = self.scenario
+        if s.database == "postgres":
+            upgrade_database(self.tree, self.env, self.work / "upgrade.log")
+        self.hubs = [
+            start_hub(self.processes, self.tree, self.env, self.work, n) for n in range(s.shards)
+        ]
+        url = self.hubs[0].url
+        node_env = {"BLACKWIDOW_CLUSTER_SECRET": self.env["BLACKWIDOW_CLUSTER_SECRET"]}
+        self.survivors = SimulatedNodes(
+            self.processes, url, s.nodes - s.killed, node_env, self.work / "nodes.log"
+        )
+        self.victims = SimulatedNodes(
+            self.processes, url, s.killed, node_env, self.work / "victims.log"
+        )
+        wait_for(
+            "nodes active", lambda: self.health()["nodes"].get("active", 0) >= s.nodes, 60, 0.5
+        )
+
+    def health(self) -> dict[str, Any]:
+        response = self.http.get(f"{self.hubs[0].url}/api/v1/health", timeout=30)
+        return response.json()
+
+    def running(self) -> int:
+        return self.health()["crawlers"].get("running", 0)
+
+    def _create(self) -> None:
+        creator = Creator(
+            [h.url for h in self.hubs], self.admin_token, self.scenario.clients, self.scenario
+        )
+        figures = creator.run()
+        self.result.figures.update(figures)
+        self.crawler_ids = creator.ids
+        self.created_at = time.monotonic()
+        if creator.failures:
+            self.result.notes.append(f"create answers other than 201: {dict(creator.failures)}")
+
+    def _place(self) -> None:
+        m = len(self.crawler_ids)
+        timeout = self.scenario.settle_timeout
+        try:
+            wait_for("initial placement", lambda: self.running() >= m, timeout, 0.5)
+        except Unsettled:
+            self.result.notes.append(
+                f"initial placement: did not settle within {timeout:.0f}s"
+                f" (crawlers by state: {self.health()['crawlers']})"
+            )
+            raise Unsettled("scenario stopped after placement") from None
+        self.result.figures["placement_s"] = time.monotonic() - self.created_at
+
+    def _steady(self) -> None:
+        """Nothing changes: the cycle, the hub's CPU and the calls the nodes see, per cycle."""
+        marker = lambda: cycle_marker(self.health()["monitor"])  # noqa: E731
+        first = marker()
+        wait_for("a steady cycle", lambda: marker() != first, 60, 0.5)
+        window = Window(self)
+        samples: list[dict[str, Any]] = []
+        last = marker()
+        cycles = 0
+        while time.monotonic() - window.started < self.scenario.steady_window:
+            time.sleep(1.0)
+            monitor = self.health()["monitor"]
+            if cycle_marker(monitor) != last:
+                cycles, last = cycles + 1, cycle_marker(monitor)
+                samples.append(monitor)
+        window.close(cycles, samples, self.result)
+
+    def _kill(self) -> None:
+        s = self.scenario
+        m = set(self.crawler_ids)
+        before = holders([self.survivors.stats(), self.victims.stats()])
+        dead_urls = set(self.victims.urls)
+        if len(before) < len(m):
+            self.result.notes.append(f"before the kill {len(m) - len(before)} crawlers unheld")
+        self.victims.kill()
+        killed_at = time.monotonic()
+        dead = lambda: self.health()["nodes"].get("dead", 0) >= s.killed  # noqa: E731
+        timeout = max(120.0, s.settle_timeout / 2)
+        try:
+            wait_for("dead nodes declared", dead, timeout, 0.5)
+            self.result.figures["detect_s"] = time.monotonic() - killed_at
+            after: dict[int, str] = {}
+
+            def all_held() -> bool:
+                stats = self.survivors.stats()
+                after.clear()
+                after.update(holders([stats]))
+                twice = sum(len(node["crawlers"]) for node in stats["nodes"]) - len(after)
+                return set(after) >= m and not twice and self.running() >= len(m)
+
+            wait_for("crawlers running again", all_held, timeout, 1.0)
+        except Unsettled as unsettled:
+            held = len(set(after) & m)
+            self.result.notes.append(f"after the kill: {unsettled} ({held}/{len(m)} held)")
+            return
+        self.result.figures["recover_s"] = time.monotonic() - killed_at
+        moved = [c for c in m if before.get(c) != after.get(c)]
+        from_dead = [c for c in moved if before.get(c) in dead_urls]
+        self.result.figures["moved"] = len(moved)
+        self.result.figures["moved_extra"] = len(moved) - len(from_dead)
+        events = self.survivors.stats()["events"]
+        self.result.notes.append(f"node timer events on surviving nodes: {events}")
+        self.result.notes.append(
+            f"kill: {s.killed} nodes held {sum(1 for u in before.values() if u in dead_urls)}"
+            f" crawlers; moved {len(moved)}, of them {len(moved) - len(from_dead)} from live nodes"
+        )
+
+    def _scan_logs(self) -> None:
+        for hub in self.hubs:
+            text = hub.log.read_text(errors="replace") if hub.log.exists() else ""
+            errors = [line for line in text.splitlines() if " ERROR " in line]
+            if errors or "Traceback" in text:
+                self.result.notes.append(
+                    f"{hub.log.name}: {len(errors)} ERROR lines, "
+                    f"{text.count('Traceback')} tracebacks; first: {errors[:1]}"
+                )
+        for log in ("nodes.log", "victims.log"):
+            text = (self.work / log).read_text(errors="replace")
+            if "Traceback" in text:
+                self.result.notes.append(f"{log}: {text.count('Traceback')} tracebacks")
+
+
+class Window:
+    """CPU and calls over a steady window, divided by the cycles run in it."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.pids = [h.process.pid for h in run.hubs]
+        self.cpu = sum(cpu_seconds(pid) for pid in self.pids)
+        self.nodes = run.survivors.stats(), run.victims.stats()
+        self.started = time.monotonic()
+
+    def close(self, cycles: int, samples: list[dict[str, Any]], result: Result) -> None:
+        elapsed = time.monotonic() - self.started
+        cpu = sum(cpu_seconds(pid) for pid in self.pids) - self.cpu
+        nodes = self.run.survivors.stats(), self.run.victims.stats()
+        calls = call_delta(self.nodes, nodes)
+        node_cpu = sum(b["cpu_seconds"] for b in nodes) - sum(a["cpu_seconds"] for a in self.nodes)
+        figures = result.figures
+        figures["cpu_share"] = cpu / elapsed
+        if not cycles:
+            result.notes.append(f"steady: no cycle ended in {elapsed:.0f}s")
+            return
+        figures["cpu_per_cycle"] = cpu / cycles
+        figures["calls_per_cycle"] = sum(calls[k] for k in CALL_KINDS) / cycles
+        for name, values in numeric_fields(samples).items():
+            figures[f"monitor.{name}"] = statistics.median(values)
+        figures["cycle_s"] = figures.get("monitor.last_cycle_seconds")
+        per_cycle = ", ".join(f"{k} {calls[k] / cycles:g}" for k in CALL_KINDS if calls[k])
+        result.notes.append(f"steady: {cycles} cycles in {elapsed:.0f}s; per cycle {per_cycle}")
+        if calls["poll"]:
+            figures["node_cpu_ms_per_call"] = 1000 * node_cpu / sum(calls[k] for k in CALL_KINDS)
+
+
+class Creator:
+    """Client threads creating crawlers through the REST API, as analysts would."""
+
+    def __init__(self, hub_urls: list[str], admin_token: str, clients: int, s: Scenario) -> None:
+        self.hub_urls = hub_urls
+        self.admin_token = admin_token
+        self.clients = clients
+        self.total = s.crawlers
+        self.ids: list[int] = []
+        self.done_at: list[float] = []
+        self.failures: Counter[str] = Counter()
+        self._next = itertools.count()
+        self._lock = threading.Lock()
+
+    def run(self) -> dict[str, float | None]:
+        threads = [
+            threading.Thread(target=self._client, args=(n,), daemon=True)
+            for n in range(self.clients)
+        ]
+        started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        done = sorted(self.done_at)
+        if len(done) < 10:
+            return {}
+        tenth = len(done) // 10
+        return {
+            "create_rate": len(done) / (done[-1] - started),
+            "create_rate_first": tenth / (done[tenth - 1] - started),
+            "create_rate_last": tenth / (done[-1] - done[-tenth - 1]),
+        }
+
+    def _client(self, n: int) -> None:
+        http = requests.Session()
+        http.trust_env = False
+        hub = self.hub_urls[n % len(self.hub_urls)]
+        user = self._call(
+            http, f"{hub}/api/v1/users", self.admin_token, {"name": f"bench-user-{n}"}
+        )
+        if user is None:
+            return
+        while (index := next(self._next)) < self.total:
+            body = {
+                "name": f"crawler {index}",
+                "source": "rss",
+                "query": {"feeds": [f"https://feed{index}.example/rss"]},
+            }
+            crawler = self._call(http, f"{hub}/api/v1/crawlers", user["token"], body)
+            if crawler is not None:
+                with self._lock:
+                    self.ids.append(crawler["id"])
+                    self.done_at.append(time.monotonic())
+
+    def _call(
+        self, http: requests.Session, url: str, token: str, body: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """A POST retried on 5xx and lost connections (each one counted), up to ten times."""
+        for _ in range(10):
+            try:
+                response = http.post(
+                    url, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=60
+                )
+            except requests.RequestException as error:
+                self._failed(type(error).__name__)
+                time.sleep(0.5)
+                continue
+            if response.status_code == 201:
+                return response.json()
+            self._failed(str(response.status_code))
+            if response.status_code < 500:
+                return None
+            time.sleep(float(response.headers.get("Retry-After", "0.5")))
+        return None
+
+    def _failed(self, what: str) -> None:
+        with self._lock:
+            self.failures[what] += 1
+
+
+def cycle_marker(monitor: dict[str, Any]) -> str:
+    """What changes when a cycle ends: its time, or (for other shapes) the whole entry."""
+    return str(monitor.get("last_cycle_at") or json.dumps(monitor, sort_keys=True))
+
+
+def numeric_fields(samples: list[dict[str, Any]], prefix: str = "") -> dict[str, list[float]]:
+    """Every number in the monitor's health entries, by dotted name, across samples."""
+    found: dict[str, list[float]] = {}
+    for sample in samples:
+        for key, value in sample.items():
+            name = f"{prefix}{key}"
+            if isinstance(value, bool):
+                continue
+            if isinstance(value, int | float) and key.endswith("seconds"):
+                found.setdefault(name, []).append(float(value))
+            elif isinstance(value, dict):
+                for inner, values in numeric_fields([value], f"{name}.").items():
+                    found.setdefault(inner, []).extend(values)
+            elif isinstance(value, list):
+                entries = {str(i): v for i, v in enumerate(value) if isinstance(v, dict)}
+                for inner, values in numeric_fields([entries], f"{name}.").items():
+                    found.setdefault(inner, []).extend(values)
+    return found
+
+
+def holders(stats: list[dict[str, Any]]) -> dict[int, str]:
+    """Crawler id -> the URL of a simulated node holding it."""
+    return {c: node["url"] for s in stats for node in s["nodes"] for c in node["crawlers"]}
+
+
+def call_delta(before: tuple[dict, ...], after: tuple[dict, ...]) -> Counter[str]:
+    delta: Counter[str] = Counter()
+    for a, b in zip(before, after, strict=True):
+        for kind, count in b["calls"].items():
+            delta[kind] += count - a["calls"].get(kind, 0)
+    return delta
