@@ -89,8 +89,9 @@ def _normal_host(host: str) -> str:
 PeerRefusal = Callable[[str, str], str | None]  # (host, connected address) -> reason or None
 
 
-def peer_checked_adapter(refusal: PeerRefusal, kept_hosts: int = 10) -> HTTPAdapter:
-    """An adapter that checks the address each connection really reached, before any byte.
+def peer_checked_pools(refusal: PeerRefusal) -> dict[str, type[HTTPConnectionPool]]:
+    """urllib3 connection pools, by scheme, that check the address each connection really
+    reached, before any byte.
 
     A pre-flight DNS check alone can be raced by a name that resolves differently a moment
     later (DNS rebinding); checking the connected peer closes that gap. A refused peer
@@ -118,7 +119,7 @@ def peer_checked_adapter(refusal: PeerRefusal, kept_hosts: int = 10) -> HTTPAdap
 
         return Guarded
 
-    pools = {
+    return {
         "http": type(
             "GuardedPool", (HTTPConnectionPool,), {"ConnectionCls": guarded(HTTPConnection)}
         ),
@@ -127,12 +128,17 @@ def peer_checked_adapter(refusal: PeerRefusal, kept_hosts: int = 10) -> HTTPAdap
         ),
     }
 
+
+def peer_checked_adapter(refusal: PeerRefusal) -> HTTPAdapter:
+    """A requests transport over peer_checked_pools, for the fetcher and provider clients."""
+    pools = peer_checked_pools(refusal)
+
     class GuardedAdapter(HTTPAdapter):
         def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
             super().init_poolmanager(*args, **kwargs)
             self.poolmanager.pool_classes_by_scheme = pools
 
-    return GuardedAdapter(pool_connections=kept_hosts, max_retries=0)
+    return GuardedAdapter(max_retries=0)
 
 
 def _short_reason(error: BaseException) -> str:

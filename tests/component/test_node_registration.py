@@ -68,7 +68,7 @@ def test_the_hub_never_follows_a_redirect_from_a_node() -> None:
         node = NodeTarget(1, server.url(f"/redirect?to={target}"), generation=1)
 
         with pytest.raises(NodeUnreachable, match="302"):
-            NodeClient(SECRET, timeout=5).poll(node, [])
+            NodeClient(SECRET, timeout=5).poll(node, None)
 
         assert len(server.requests_to("/redirect")) == 1
         assert server.requests_to("/rss/subscribers") == server.requests_to("/rss") == []
@@ -80,6 +80,6 @@ def test_the_hub_checks_the_address_it_connects_to() -> None:
         client = NodeClient(SECRET, timeout=5, networks=(ipaddress.ip_network("10.0.0.0/8"),))
 
         with pytest.raises(NodeUnreachable, match="outside BLACKWIDOW_NODE_NETWORKS"):
-            client.poll(NodeTarget(1, server.base_url, generation=1), [])
+            client.poll(NodeTarget(1, server.base_url, generation=1), None)
 
         assert server.requests_to("/subscribers") == []
