@@ -41,6 +41,7 @@ ROWS = [
     ("  in the first tenth", "create_rate_first", "high"),
     ("  in the last tenth", "create_rate_last", "high"),
     ("initial placement, s after the last create", "placement_s", "low"),
+    ("  push and remove calls, create to placed", "placement_pushes", "low"),
     ("steady cycle, s (median)", "cycle_s", "low"),
     ("hub CPU per cycle, s", "cpu_per_cycle", "low"),
     ("hub CPU in steady state, cores", "cpu_share", "low"),

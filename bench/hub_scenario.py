@@ -9,11 +9,9 @@ nodes' own counts (calls served, crawlers held). A wait that reaches its deadlin
 
 from __future__ import annotations
 
-import itertools
 import json
 import secrets
 import statistics
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,6 +20,7 @@ from typing import Any
 
 import requests
 
+from bench.crawler_clients import Creator
 from bench.hub_processes import (
     Hub,
     Processes,
@@ -131,10 +130,13 @@ class Run:
     def running(self) -> int:
         return self.health()["crawlers"].get("running", 0)
 
+    def node_stats(self) -> tuple[dict[str, Any], ...]:
+        return self.survivors.stats(), self.victims.stats()
+
     def _create(self) -> None:
-        creator = Creator(
-            [h.url for h in self.hubs], self.admin_token, self.scenario.clients, self.scenario
-        )
+        self.calls_before_create = self.node_stats()
+        s = self.scenario
+        creator = Creator([h.url for h in self.hubs], self.admin_token, s.clients, s.crawlers)
         figures = creator.run()
         self.result.figures.update(figures)
         self.crawler_ids = creator.ids
@@ -154,6 +156,10 @@ class Run:
             )
             raise Unsettled("scenario stopped after placement") from None
         self.result.figures["placement_s"] = time.monotonic() - self.created_at
+        calls = call_delta(self.calls_before_create, self.node_stats())
+        pushes = {k: calls[k] for k in CALL_KINDS if k != "poll" and calls[k]}
+        self.result.figures["placement_pushes"] = sum(pushes.values())
+        self.result.notes.append(f"create and placement: push and remove calls {pushes}")
 
     def _steady(self) -> None:
         """Nothing changes: the cycle, the hub's CPU and the calls the nodes see, per cycle."""
@@ -175,7 +181,8 @@ class Run:
     def _kill(self) -> None:
         s = self.scenario
         m = set(self.crawler_ids)
-        before = holders([self.survivors.stats(), self.victims.stats()])
+        survivors_before = self.survivors.stats()
+        before = holders([survivors_before, self.victims.stats()])
         dead_urls = set(self.victims.urls)
         if len(before) < len(m):
             self.result.notes.append(f"before the kill {len(m) - len(before)} crawlers unheld")
@@ -205,7 +212,11 @@ class Run:
         from_dead = [c for c in moved if before.get(c) in dead_urls]
         self.result.figures["moved"] = len(moved)
         self.result.figures["moved_extra"] = len(moved) - len(from_dead)
-        events = self.survivors.stats()["events"]
+        survivors_after = self.survivors.stats()
+        calls = call_delta((survivors_before,), (survivors_after,))
+        pushes = {k: calls[k] for k in CALL_KINDS if k != "poll" and calls[k]}
+        self.result.notes.append(f"recovery: push and remove calls to survivors {pushes}")
+        events = survivors_after["events"]
         self.result.notes.append(f"node timer events on surviving nodes: {events}")
         self.result.notes.append(
             f"kill: {s.killed} nodes held {sum(1 for u in before.values() if u in dead_urls)}"
@@ -234,13 +245,13 @@ class Window:
         self.run = run
         self.pids = [h.process.pid for h in run.hubs]
         self.cpu = sum(cpu_seconds(pid) for pid in self.pids)
-        self.nodes = run.survivors.stats(), run.victims.stats()
+        self.nodes = run.node_stats()
         self.started = time.monotonic()
 
     def close(self, cycles: int, samples: list[dict[str, Any]], result: Result) -> None:
         elapsed = time.monotonic() - self.started
         cpu = sum(cpu_seconds(pid) for pid in self.pids) - self.cpu
-        nodes = self.run.survivors.stats(), self.run.victims.stats()
+        nodes = self.run.node_stats()
         calls = call_delta(self.nodes, nodes)
         node_cpu = sum(b["cpu_seconds"] for b in nodes) - sum(a["cpu_seconds"] for a in self.nodes)
         figures = result.figures
@@ -257,87 +268,6 @@ class Window:
         result.notes.append(f"steady: {cycles} cycles in {elapsed:.0f}s; per cycle {per_cycle}")
         if calls["poll"]:
             figures["node_cpu_ms_per_call"] = 1000 * node_cpu / sum(calls[k] for k in CALL_KINDS)
-
-
-class Creator:
-    """Client threads creating crawlers through the REST API, as analysts would."""
-
-    def __init__(self, hub_urls: list[str], admin_token: str, clients: int, s: Scenario) -> None:
-        self.hub_urls = hub_urls
-        self.admin_token = admin_token
-        self.clients = clients
-        self.total = s.crawlers
-        self.ids: list[int] = []
-        self.done_at: list[float] = []
-        self.failures: Counter[str] = Counter()
-        self._next = itertools.count()
-        self._lock = threading.Lock()
-
-    def run(self) -> dict[str, float | None]:
-        threads = [
-            threading.Thread(target=self._client, args=(n,), daemon=True)
-            for n in range(self.clients)
-        ]
-        started = time.monotonic()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        done = sorted(self.done_at)
-        if len(done) < 10:
-            return {}
-        tenth = len(done) // 10
-        return {
-            "create_rate": len(done) / (done[-1] - started),
-            "create_rate_first": tenth / (done[tenth - 1] - started),
-            "create_rate_last": tenth / (done[-1] - done[-tenth - 1]),
-        }
-
-    def _client(self, n: int) -> None:
-        http = requests.Session()
-        http.trust_env = False
-        hub = self.hub_urls[n % len(self.hub_urls)]
-        user = self._call(
-            http, f"{hub}/api/v1/users", self.admin_token, {"name": f"bench-user-{n}"}
-        )
-        if user is None:
-            return
-        while (index := next(self._next)) < self.total:
-            body = {
-                "name": f"crawler {index}",
-                "source": "rss",
-                "query": {"feeds": [f"https://feed{index}.example/rss"]},
-            }
-            crawler = self._call(http, f"{hub}/api/v1/crawlers", user["token"], body)
-            if crawler is not None:
-                with self._lock:
-                    self.ids.append(crawler["id"])
-                    self.done_at.append(time.monotonic())
-
-    def _call(
-        self, http: requests.Session, url: str, token: str, body: dict[str, Any]
-    ) -> dict[str, Any] | None:
-        """A POST retried on 5xx and lost connections (each one counted), up to ten times."""
-        for _ in range(10):
-            try:
-                response = http.post(
-                    url, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=60
-                )
-            except requests.RequestException as error:
-                self._failed(type(error).__name__)
-                time.sleep(0.5)
-                continue
-            if response.status_code == 201:
-                return response.json()
-            self._failed(str(response.status_code))
-            if response.status_code < 500:
-                return None
-            time.sleep(float(response.headers.get("Retry-After", "0.5")))
-        return None
-
-    def _failed(self, what: str) -> None:
-        with self._lock:
-            self.failures[what] += 1
 
 
 def cycle_marker(monitor: dict[str, Any]) -> str:

@@ -1,0 +1,98 @@
+"""Analysts at work: client threads creating RSS crawlers through the hub's REST API.
+
+Each thread is one user (made with the admin token) creating crawlers on its own feed,
+`https://feedN.example/rss` (the hub never fetches them). The rate is timed overall and in the
+first and last tenth, so a hub that slows as its tables grow shows it; every answer other than
+201 is counted, and 5xx answers and lost connections are retried.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import requests
+
+
+class Creator:
+    """Client threads creating crawlers through the REST API, as analysts would."""
+
+    def __init__(self, hub_urls: list[str], admin_token: str, clients: int, total: int) -> None:
+        self.hub_urls = hub_urls
+        self.admin_token = admin_token
+        self.clients = clients
+        self.total = total
+        self.ids: list[int] = []
+        self.done_at: list[float] = []
+        self.failures: Counter[str] = Counter()
+        self._next = itertools.count()
+        self._lock = threading.Lock()
+
+    def run(self) -> dict[str, float | None]:
+        threads = [
+            threading.Thread(target=self._client, args=(n,), daemon=True)
+            for n in range(self.clients)
+        ]
+        started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        done = sorted(self.done_at)
+        if len(done) < 10:
+            return {}
+        tenth = len(done) // 10
+        return {
+            "create_rate": len(done) / (done[-1] - started),
+            "create_rate_first": tenth / (done[tenth - 1] - started),
+            "create_rate_last": tenth / (done[-1] - done[-tenth - 1]),
+        }
+
+    def _client(self, n: int) -> None:
+        http = requests.Session()
+        http.trust_env = False
+        hub = self.hub_urls[n % len(self.hub_urls)]
+        user = self._call(
+            http, f"{hub}/api/v1/users", self.admin_token, {"name": f"bench-user-{n}"}
+        )
+        if user is None:
+            return
+        while (index := next(self._next)) < self.total:
+            body = {
+                "name": f"crawler {index}",
+                "source": "rss",
+                "query": {"feeds": [f"https://feed{index}.example/rss"]},
+            }
+            crawler = self._call(http, f"{hub}/api/v1/crawlers", user["token"], body)
+            if crawler is not None:
+                with self._lock:
+                    self.ids.append(crawler["id"])
+                    self.done_at.append(time.monotonic())
+
+    def _call(
+        self, http: requests.Session, url: str, token: str, body: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """A POST retried on 5xx and lost connections (each one counted), up to ten times."""
+        for _ in range(10):
+            try:
+                response = http.post(
+                    url, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=60
+                )
+            except requests.RequestException as error:
+                self._failed(type(error).__name__)
+                time.sleep(0.5)
+                continue
+            if response.status_code == 201:
+                return response.json()
+            self._failed(str(response.status_code))
+            if response.status_code < 500:
+                return None
+            time.sleep(float(response.headers.get("Retry-After", "0.5")))
+        return None
+
+    def _failed(self, what: str) -> None:
+        with self._lock:
+            self.failures[what] += 1
