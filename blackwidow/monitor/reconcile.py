@@ -24,6 +24,7 @@ from blackwidow.monitor.desired import facts, spec
 from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient, NodeRejected, NodeTarget, NodeUnreachable
 from blackwidow.monitor.poller import in_parallel
+from blackwidow.monitor.reload import Plan, plan_reload
 from blackwidow.monitor.routing import Router
 from blackwidow.monitor.states import runnable, state_of
 from blackwidow.monitor.tracked import (
@@ -35,19 +36,10 @@ from blackwidow.monitor.tracked import (
     write,
 )
 from blackwidow.node_protocol import Shard
-from sources.model import SubscriberSpec
 
 log = logging.getLogger(__name__)
 
 RESYNC_INTERVAL = 600.0  # seconds between full reads of the shard's crawlers
-
-
-@dataclass
-class Plan:
-    """What one reconcile pass sends, per node, removals before pushes."""
-
-    removals: dict[int, list[int]] = field(default_factory=dict)  # node -> crawler ids
-    pushes: dict[int, list[SubscriberSpec]] = field(default_factory=dict)  # node -> specs
 
 
 @dataclass
@@ -249,20 +241,13 @@ class Reconciler:
                 crawler.digest = crawler.spec.digest()
 
     def _diff(self, dirty: set[int]) -> Plan:
-        """Removals from nodes that should not run a crawler, pushes where it should."""
-        plan = Plan()
-        view, crawlers = self._memory.view, self._memory.crawlers
-        for crawler_id in sorted(dirty):
-            node_id = self._placement.get(crawler_id)
-            crawler = crawlers.get(crawler_id)
-            for place in view.places(crawler_id):
-                if place != node_id and view.answered(place):
-                    plan.removals.setdefault(place, []).append(crawler_id)
-            if node_id is None or crawler is None or not view.answered(node_id):
-                continue
-            if crawler.spec is not None and view.places(crawler_id).get(node_id) != crawler.digest:
-                plan.pushes.setdefault(node_id, []).append(crawler.spec)
-        return plan
+        crawlers, view = self._memory.crawlers, self._memory.view
+        desired = {
+            c: (node_id, crawlers[c].spec)
+            for c in dirty
+            if (node_id := self._placement.get(c)) is not None and crawlers[c].spec is not None
+        }
+        return plan_reload(dirty, desired, view.places, view.answered)
 
     # -- act -------------------------------------------------------------------------------
 
