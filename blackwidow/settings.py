@@ -22,6 +22,7 @@ from sources.registry import CREDENTIAL_SCHEMAS
 
 ROUTING_STRATEGIES = ("modulo", "rendezvous")
 MAX_SHARDS = 1024  # as many as a node accepts in a shard header
+MAX_FETCHERS = 256  # a node's threads stay bounded whatever the number of feeds
 
 
 class SettingsError(ValueError):
@@ -62,6 +63,9 @@ class Settings:
     )
     search_interval: float = 60.0  # seconds between polls of a recent search
     rate_limit_wait: float = 60.0  # first wait after a provider's 429; doubles while it lasts
+    fetchers: int = 32  # a node's fetcher threads, shared by every polled data source
+    host_concurrency: int = 2  # fetches in flight at once to one host, per node
+    host_gap: float = 0.2  # seconds at least between two fetches starting at one host
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
@@ -105,6 +109,13 @@ def _positive_int(name: str, raw: str) -> int:
         raise SettingsError(name, f"expected a whole number, got {raw!r}") from None
     if value < 1:
         raise SettingsError(name, f"must be at least 1, got {raw!r}")
+    return value
+
+
+def _fetcher_count(name: str, raw: str) -> int:
+    value = _positive_int(name, raw)
+    if value > MAX_FETCHERS:
+        raise SettingsError(name, f"must be at most {MAX_FETCHERS} threads, got {raw!r}")
     return value
 
 
@@ -204,6 +215,9 @@ _VARIABLES = {
     "BLACKWIDOW_CREDENTIALS": ("credentials", _credentials),
     "BLACKWIDOW_SEARCH_INTERVAL": ("search_interval", _seconds),
     "BLACKWIDOW_RATE_LIMIT_WAIT": ("rate_limit_wait", _seconds),
+    "BLACKWIDOW_FETCHERS": ("fetchers", _fetcher_count),
+    "BLACKWIDOW_HOST_CONCURRENCY": ("host_concurrency", _positive_int),
+    "BLACKWIDOW_HOST_GAP": ("host_gap", _pause),
 }
 
 

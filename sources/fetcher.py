@@ -34,6 +34,16 @@ class FetchError(Exception):
     """A fetch that was refused or failed; str() is a short reason, fit for a last error."""
 
 
+class HttpStatusError(FetchError):
+    """A server's answer that was not 2xx, 304 or a redirect; its status and headers say how
+    long to stay away (Retry-After on 429 and 503)."""
+
+    def __init__(self, status: int, headers: Mapping[str, str]) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.headers = headers
+
+
 @dataclass(frozen=True)
 class FetchResult:
     """A complete response: 200 (or another 2xx) with its decoded body, or 304 with none."""
@@ -129,8 +139,9 @@ def peer_checked_pools(refusal: PeerRefusal) -> dict[str, type[HTTPConnectionPoo
     }
 
 
-def peer_checked_adapter(refusal: PeerRefusal) -> HTTPAdapter:
-    """A requests transport over peer_checked_pools, for the fetcher and provider clients."""
+def peer_checked_adapter(refusal: PeerRefusal, per_host: int = 10) -> HTTPAdapter:
+    """A requests transport over peer_checked_pools, for the fetcher and provider clients;
+    it keeps up to `per_host` connections to each host for reuse."""
     pools = peer_checked_pools(refusal)
 
     class GuardedAdapter(HTTPAdapter):
@@ -138,7 +149,7 @@ def peer_checked_adapter(refusal: PeerRefusal) -> HTTPAdapter:
             super().init_poolmanager(*args, **kwargs)
             self.poolmanager.pool_classes_by_scheme = pools
 
-    return GuardedAdapter(max_retries=0)
+    return GuardedAdapter(pool_maxsize=per_host, max_retries=0)
 
 
 def _short_reason(error: BaseException) -> str:
@@ -158,6 +169,7 @@ class GuardedFetcher:
         deadline: float = 20.0,
         max_redirects: int = 5,
         connect_timeout: float = 5.0,
+        per_host: int = 10,
     ) -> None:
         self._allow_hosts = frozenset(_normal_host(h) for h in allow_hosts)
         self._max_bytes = max_bytes
@@ -167,15 +179,17 @@ class GuardedFetcher:
         self._session = requests.Session()
         self._session.trust_env = False  # a proxy from the environment would bypass the guard
         self._session.headers["User-Agent"] = USER_AGENT
-        adapter = self.guarded_adapter()
+        # as many kept connections per host as fetches a scheduler runs there at once
+        adapter = peer_checked_adapter(self._refusal, per_host)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
 
     def guarded_adapter(self) -> HTTPAdapter:
         """A transport that refuses what this fetcher refuses, for a provider's own client."""
-        return peer_checked_adapter(
-            lambda host, address: _refusal(host, [address], self._allow_hosts)
-        )
+        return peer_checked_adapter(self._refusal)
+
+    def _refusal(self, host: str, address: str) -> str | None:
+        return _refusal(host, [address], self._allow_hosts)
 
     def get(self, url: str, headers: Mapping[str, str] | None = None) -> FetchResult:
         """Fetch `url`; raise FetchError for anything but a complete 2xx or a 304."""
@@ -230,7 +244,7 @@ class GuardedFetcher:
         if status == 304:
             return FetchResult(url, status, response.headers, b"")
         if not 200 <= status < 300:
-            raise FetchError(f"HTTP {status}")
+            raise HttpStatusError(status, response.headers)
         return FetchResult(url, status, response.headers, self._read_body(response, deadline_at))
 
     def _read_body(self, response: requests.Response, deadline_at: float) -> bytes:

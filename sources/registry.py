@@ -15,6 +15,7 @@ from sources.fetcher import GuardedFetcher
 from sources.model import DataSource, SubscriberSpec
 from sources.rss import RssSource
 from sources.rss_query import RssQuery, rss_fetch_target
+from sources.scheduler import FetchScheduler
 from sources.twitter_query import TwitterCredential, TwitterQuery, twitter_fetch_target
 from sources.twitter_search import TwitterSearchSource
 from sources.twitter_stream import TwitterStreamSource
@@ -29,6 +30,8 @@ class SourceContext:
     credentials: CredentialBook = field(default_factory=CredentialBook)
     search_interval: float = 60.0  # seconds between polls of a recent search
     rate_limit_wait: float = 60.0  # first wait after a 429 from a provider; doubles while it lasts
+    # the node's one fetch scheduler for polled sources; None: each RSS source runs its own
+    scheduler: FetchScheduler | None = None
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,9 @@ class SourceType:
 
 
 def _open_rss(key: str, spec: SubscriberSpec, context: SourceContext) -> DataSource:
-    return RssSource(key, spec.query, context.fetcher, context.feed_interval)
+    return RssSource(
+        key, spec.query, context.fetcher, context.feed_interval, scheduler=context.scheduler
+    )
 
 
 def _open_twitter(key: str, spec: SubscriberSpec, context: SourceContext) -> DataSource:

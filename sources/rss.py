@@ -1,11 +1,15 @@
 """RSS/Atom data source: polls a set of feeds through the guarded fetcher and delivers new entries.
 
-Keywords are not its business: each subscriber filters what the shared source delivers.
-Turning a fetched document into items is sources.rss_parse's job.
+Each feed is one entry of the node's fetch scheduler (sources.scheduler), added on start and
+withdrawn on stop; the source keeps what it knows of each feed between polls and decides,
+with sources.due, when it is next due. Keywords are not its business: each subscriber
+filters what the shared source delivers. Turning a fetched document into items is
+sources.rss_parse's job.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -13,20 +17,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
-from sources.fetcher import FetchError, GuardedFetcher
-from sources.model import Item, SourceSink, SubscriberSpec
+from sources import due
+from sources.fetcher import FetchError, GuardedFetcher, HttpStatusError
+from sources.model import DEFAULT_PRIORITY, PRIORITIES, Item, SourceSink, SubscriberSpec
 from sources.rss_parse import FeedError, parse_feed
+from sources.scheduler import FetchScheduler, NextPoll
 from sources.urls import canonical_url
 
 log = logging.getLogger(__name__)
 
-WAKE_INTERVAL = 0.2  # how often the thread looks for due feeds (stop() wakes it at once)
-STOP_WAIT = 5.0  # stop() waits this long; a fetch still running ends on its own deadline
-BACKOFF_CAP = 10  # a failing feed is retried at most this many intervals apart
+_ASKS_TO_WAIT = (429, 503)  # statuses whose Retry-After is honoured
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: each feed of each source is its own schedule entry
 class _Feed:
     """What the source remembers about one feed between polls."""
 
@@ -37,6 +42,7 @@ class _Feed:
     etag: str | None = None
     last_modified: str | None = None
     ttl: float | None = None
+    lifetime: float | None = None  # the server's max-age or Expires on its last answer
     items: list[Item] = field(default_factory=list)
     delivered_ids: set[str] = field(default_factory=set)
 
@@ -59,6 +65,7 @@ class RssSource:
         fetcher: GuardedFetcher,
         interval: float,
         clock: Callable[[], float] = time.monotonic,
+        scheduler: FetchScheduler | None = None,
     ) -> None:
         self.key = key
         self._fetcher = fetcher
@@ -67,42 +74,52 @@ class RssSource:
         # Canonical URLs, as in the source key: two spellings of one feed are fetched once.
         self._feeds = [_Feed(url) for url in dict.fromkeys(map(canonical_url, query["feeds"]))]
         self._sink: SourceSink | None = None
-        self._round_lock = threading.Lock()  # one round at a time: thread or direct caller
+        self._round_lock = threading.Lock()  # poll_due: one round at a time
         self._items_lock = threading.Lock()  # snapshot() runs on other threads
-        self._stop_event: threading.Event | None = None
-        self._thread: threading.Thread | None = None
+        self._scheduler = scheduler  # the node's; None: the source runs one of its own
+        self._running: FetchScheduler | None = None  # where the feeds are scheduled, once started
+        self._weights: dict[int, int] = {}  # crawler id -> weight of its priority
 
     def start(self, sink: SourceSink) -> None:
-        """Poll in a daemon thread, delivering to `sink`, until stop()."""
-        if self._thread is not None:
+        """Schedule every feed, due now, delivering to `sink` until stop()."""
+        if self._running is not None:
             return
         self._sink = sink
-        # Each thread gets its own event, so a late thread from an earlier start cannot be revived.
-        self._stop_event = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run,
-            args=(sink, self._stop_event),
-            name=f"rss-source-{self.key}",
-            daemon=True,
-        )
-        self._thread.start()
+        scheduler = self._scheduler
+        if scheduler is None:  # standalone (no node): a scheduler of one fetcher, for this source
+            scheduler = FetchScheduler(fetchers=1, name=f"rss-source-{self.key}")
+            scheduler.start()
+        self._running = scheduler
+        weight = self._weight()
+        for feed in self._feeds:
+            job = functools.partial(self._scheduled_poll, feed, sink)
+            scheduler.add(feed, urlsplit(feed.url).hostname or "", weight, job)
 
     def stop(self) -> None:
-        """Signal the thread and wait a bounded time; a fetch in flight ends by its own deadline."""
-        thread, stop_event = self._thread, self._stop_event
-        self._thread = self._stop_event = None
-        if thread is None or stop_event is None:
+        """Withdraw the feeds: none is fetched again. Does not wait: a fetch in flight ends by
+        its own deadline, and delivers nothing."""
+        scheduler, self._running = self._running, None
+        if scheduler is None:
             return
-        stop_event.set()
-        thread.join(timeout=STOP_WAIT)
-        if thread.is_alive():
-            log.warning("rss source still finishing a fetch key=%s", self.key)
+        scheduler.remove(self._feeds)
+        if scheduler is not self._scheduler:
+            scheduler.stop()
 
     def attach(self, spec: SubscriberSpec) -> None:
-        """Nothing to do: each subscriber filters by its own keywords."""
+        """The feeds take the highest priority among the subscribers sharing them."""
+        self._weights[spec.crawler_id] = PRIORITIES.get(spec.priority, 0)
+        self._reweigh()
 
     def detach(self, crawler_id: int) -> None:
-        """Nothing to do: the feeds are the same for every subscriber."""
+        self._weights.pop(crawler_id, None)
+        self._reweigh()
+
+    def _weight(self) -> int:
+        return max(self._weights.values(), default=PRIORITIES[DEFAULT_PRIORITY])
+
+    def _reweigh(self) -> None:
+        if self._running is not None:
+            self._running.reweigh(self._feeds, self._weight())
 
     def snapshot(self) -> list[Item]:
         """The items of the latest successful parse of every feed."""
@@ -110,42 +127,45 @@ class RssSource:
             return [item for feed in self._feeds for item in feed.items]
 
     def poll_due(self, sink: SourceSink | None = None) -> None:
-        """One synchronous round: fetch every feed that is due, deliver new items, report errors.
+        """One synchronous round, without the scheduler: fetch every feed that is due on this
+        source's clock, deliver new items, report errors once.
 
         `sink` defaults to the one given to start(); passing one lets a caller (a test, say)
-        drive rounds without the thread.
+        drive rounds by hand.
         """
         sink = sink or self._sink
         if sink is None:
             raise RuntimeError("no sink: call start() first or pass one")
-        self._round(sink, lambda: False)
-
-    def _round(self, sink: SourceSink, stopping: Callable[[], bool]) -> None:
         with self._round_lock:
             now = self._clock()
-            polled = 0
-            for feed in self._feeds:
-                if stopping():  # a stopped source makes no more requests, even mid-round
-                    break
-                if feed.next_poll_at <= now:
-                    self._poll(feed, sink, now)
-                    polled += 1
+            polled = [
+                self._poll(feed, sink, now) for feed in self._feeds if feed.next_poll_at <= now
+            ]
             if polled:
-                errors = [f"{feed.url}: {feed.error}" for feed in self._feeds if feed.error]
-                sink.report_error("; ".join(errors) or None)
+                sink.report_error(self._errors())
 
-    def _run(self, sink: SourceSink, stop_event: threading.Event) -> None:
-        while not stop_event.is_set():
-            try:
-                self._round(sink, stop_event.is_set)
-            except Exception:  # a bug in a sink must not end polling for every subscriber
-                log.exception("rss round failed key=%s", self.key)
-            stop_event.wait(WAKE_INTERVAL)
+    def _scheduled_poll(self, feed: _Feed, sink: SourceSink, now: float) -> NextPoll:
+        """The scheduler's job for one feed: poll it, report, say when it is next due."""
+        if self._running is None:  # stopped: no request, and the entry is gone already
+            return NextPoll(now)
+        self._poll(feed, sink, now)
+        if self._running is not None:
+            sink.report_error(self._errors())
+        return NextPoll(feed.next_poll_at, retry=feed.failures > 0)
+
+    def _errors(self) -> str | None:
+        return "; ".join(f"{feed.url}: {feed.error}" for feed in self._feeds if feed.error) or None
 
     def _poll(self, feed: _Feed, sink: SourceSink, now: float) -> None:
         """Fetch, parse and deliver one feed; any failure becomes the feed's error and a backoff."""
         try:
             self._fetch_and_deliver(feed, sink)
+        except HttpStatusError as error:
+            asked = None
+            if error.status in _ASKS_TO_WAIT:
+                asked = due.retry_after(error.headers, datetime.now(UTC))
+            self._failed(feed, now, str(error), asked)
+            log.warning("feed failed url=%s reason=%s retry_after=%s", feed.url, error, asked)
         except (FetchError, FeedError) as error:
             self._failed(feed, now, str(error))
             log.warning("feed failed url=%s reason=%s", feed.url, error)
@@ -154,21 +174,24 @@ class RssSource:
             log.exception("feed failed url=%s reason=unexpected", feed.url)
         else:
             feed.failures, feed.error = 0, None
-            feed.next_poll_at = now + max(self._interval, feed.ttl or 0.0)
+            feed.next_poll_at = due.after_success(now, self._interval, feed.ttl, feed.lifetime)
 
-    def _failed(self, feed: _Feed, now: float, reason: str) -> None:
+    def _failed(self, feed: _Feed, now: float, reason: str, asked: float | None = None) -> None:
         feed.failures += 1
         feed.error = reason
-        backoff = min(2**feed.failures, BACKOFF_CAP)
-        feed.next_poll_at = now + self._interval * backoff
+        feed.next_poll_at = due.after_failure(now, self._interval, feed.failures, asked)
 
     def _fetch_and_deliver(self, feed: _Feed, sink: SourceSink) -> None:
         result = self._fetcher.get(feed.url, feed.conditional_headers())
+        fetched_at = datetime.now(UTC)
+        feed.lifetime = due.lifetime(result.headers, fetched_at)
         if result.status == 304:
             return
-        items, feed.ttl = parse_feed(result.body, result.url, datetime.now(UTC))
+        items, feed.ttl = parse_feed(result.body, result.url, fetched_at)
         with self._items_lock:
             feed.items = items
+        if self._scheduler is not None and self._running is None:
+            return  # stopped while fetching: its subscribers are gone
         self._deliver_new(feed, items, sink)
         # Validators are kept only once the items are delivered: a 304 must never hide
         # items that a failed delivery did not pass on.

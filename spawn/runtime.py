@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from blackwidow import serving
 from blackwidow.queue import Outbox, open_queue
@@ -13,6 +14,7 @@ from sources.credentials import CredentialBook
 from sources.fetcher import GuardedFetcher
 from sources.pool import DataSourcePool
 from sources.registry import SourceContext, opener
+from sources.scheduler import FetchScheduler
 from spawn import registration, watchdog
 from spawn.app import create_node_app
 from spawn.node import Node
@@ -28,15 +30,30 @@ def run_node(
     outbox = Outbox(queue, capacity=settings.node_buffer) if queue is not None else None
     sink = NodeSink(store, outbox)
     credentials = CredentialBook(settings.credentials)
+    scheduler = FetchScheduler(
+        fetchers=settings.fetchers,
+        host_limit=settings.host_concurrency,
+        host_gap=settings.host_gap,
+    )
+    fetcher = GuardedFetcher(
+        allow_hosts=settings.fetch_allow,
+        deadline=settings.fetch_deadline,
+        per_host=settings.host_concurrency,
+    )
     context = SourceContext(
-        fetcher=GuardedFetcher(allow_hosts=settings.fetch_allow, deadline=settings.fetch_deadline),
+        fetcher=fetcher,
         feed_interval=settings.feed_interval,
         credentials=credentials,
         search_interval=settings.search_interval,
         rate_limit_wait=settings.rate_limit_wait,
+        scheduler=scheduler,
     )
     pool = DataSourcePool(opener(context), sink, buffer=settings.node_buffer)
-    node = Node(pool, clock=time.monotonic, health=sink.health)
+
+    def health() -> dict[str, Any]:
+        return {**sink.health(), "scheduler": scheduler.stats()}
+
+    node = Node(pool, clock=time.monotonic, health=health)
     app = create_node_app(node, settings.cluster_secret, credentials)
     server, url = serving.bind(app, host, port)
     stop = threading.Event()
@@ -55,6 +72,7 @@ def run_node(
             daemon=True,
         ),
     ]
+    scheduler.start()
     for thread in threads:
         thread.start()
     if outbox is not None:
@@ -63,6 +81,7 @@ def run_node(
     def _shutdown() -> None:
         stop.set()
         node.pool.clear()
+        scheduler.stop()
         if outbox is not None:
             outbox.stop()  # a last attempt to hand stored items to the queue
         store.close()

@@ -56,6 +56,10 @@ def test_unrelated_variables_are_ignored():
         ("BLACKWIDOW_FETCH_DEADLINE", "2.5", "fetch_deadline", 2.5),
         ("BLACKWIDOW_NODE_NETWORKS", "10.0.0.0/8, 127.0.0.1", "node_networks", NETWORKS),
         ("BLACKWIDOW_NODE_CAPACITY", "7", "node_capacity", 7),
+        ("BLACKWIDOW_FETCHERS", "64", "fetchers", 64),
+        ("BLACKWIDOW_HOST_CONCURRENCY", "8", "host_concurrency", 8),
+        ("BLACKWIDOW_HOST_GAP", "0", "host_gap", 0.0),
+        ("BLACKWIDOW_HOST_GAP", "1.5", "host_gap", 1.5),
         ("BLACKWIDOW_QUEUE_MAXLEN", "5000", "queue_maxlen", 5000),
         (
             "BLACKWIDOW_REDIS_URL",
@@ -106,6 +110,11 @@ def test_each_variable_is_parsed(name, raw, attribute, expected):
         ("BLACKWIDOW_NODE_CAPACITY", "-3"),
         ("BLACKWIDOW_NODE_CAPACITY", "2.5"),
         ("BLACKWIDOW_NODE_CAPACITY", "many"),
+        ("BLACKWIDOW_FETCHERS", "0"),
+        ("BLACKWIDOW_FETCHERS", "257"),  # threads stay bounded
+        ("BLACKWIDOW_HOST_CONCURRENCY", "0"),
+        ("BLACKWIDOW_HOST_GAP", "-0.1"),
+        ("BLACKWIDOW_HOST_GAP", "fast"),
         ("BLACKWIDOW_QUEUE_MAXLEN", "0"),
         ("BLACKWIDOW_QUEUE_MAXLEN", "-100"),
         ("BLACKWIDOW_QUEUE_MAXLEN", "1e5"),
