@@ -215,6 +215,11 @@ ROUTES: dict[str, Callable[[_Handler], None]] = {
     "/billion-laughs": lambda h: h._xml(BILLION_LAUGHS),
     "/external-entity": lambda h: h._xml(EXTERNAL_ENTITY),
     "/error-500": lambda h: h._send(500, b"internal error"),
+    "/too-many": lambda h: h._send(429, b"slow down", {"Retry-After": "3600"}),
+    "/unavailable": lambda h: h._send(503, b"back soon", {"Retry-After": "900"}),
+    "/cached": lambda h: h._send(
+        200, h.server.rss.body(h.server.base_url), {"Cache-Control": "public, max-age=600"}
+    ),
 }
 
 
