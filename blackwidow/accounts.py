@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from blackwidow import changes
 from blackwidow.auth import Caller
 from blackwidow.errors import ApiError
 from blackwidow.models import MAX_INTEGER, User
@@ -43,9 +44,10 @@ def get_user(session: Session, caller: Caller, user_id: int) -> User:
     return user
 
 
-def update_user(user: User, changes: dict[str, Any]) -> User:
-    """A new item budget (None: no limit). Raising it needs nothing more: the monitor finds the
-    user's crawlers no longer exhausted on its next cycle and runs them again."""
-    if "item_limit" in changes:
-        user.item_limit = changes["item_limit"]
+def update_user(session: Session, user: User, edits: dict[str, Any]) -> User:
+    """A new item budget (None: no limit). Every crawler of the user is recorded as changed,
+    so the monitor reads the new budget and, when it was raised, runs them again."""
+    if "item_limit" in edits and edits["item_limit"] != user.item_limit:
+        user.item_limit = edits["item_limit"]
+        changes.record_user(session, user.id)
     return user

@@ -7,7 +7,7 @@ committed, and never misses one that is.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
@@ -15,15 +15,34 @@ from sqlalchemy.orm import Session
 from blackwidow.models import Crawler, CrawlerChange
 
 
-def record(session: Session, crawlers: Iterable[Crawler]) -> None:
+def record(
+    session: Session, crawlers: Iterable[Crawler], former_keys: Mapping[int, str] | None = None
+) -> None:
     """Note that these crawlers changed (created, edited, deleted, or their user's budget or
-    credential did). Call it before a deleted crawler's row goes: its source key is read here."""
+    credential did). Call it before a deleted crawler's row goes: its source key is read here.
+
+    `former_keys` (crawler id -> the source key it had before this transaction changed it)
+    tells the monitor shard that owned the old key as well as the one owning the new key.
+    """
     changed = list(crawlers)
     if not changed:
         return
     session.flush()  # a crawler created in this transaction needs its id
     rows = [{"crawler_id": c.id, "source_key": c.uuid} for c in changed]
+    rows += [
+        {"crawler_id": c.id, "source_key": former_keys[c.id]}
+        for c in changed
+        if former_keys and former_keys.get(c.id, c.uuid) != c.uuid
+    ]
     session.execute(insert(CrawlerChange), rows)
+
+
+def record_user(session: Session, user_id: int) -> None:
+    """Note that every crawler of a user changed (their budget did), in one statement."""
+    session.flush()
+    owned = select(Crawler.id, Crawler.uuid).where(Crawler.user_id == user_id)
+    columns = [CrawlerChange.crawler_id, CrawlerChange.source_key]
+    session.execute(insert(CrawlerChange).from_select(columns, owned))
 
 
 def pending(session: Session) -> list[tuple[int, int, str]]:

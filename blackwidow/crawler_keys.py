@@ -32,9 +32,11 @@ def key_for(session: Session, user_id: int, source: str, query: dict[str, Any]) 
     return source_key(source, query, credential_owner=user_id if stored else None)
 
 
-def rekey(session: Session, user_id: int, source: str, name: str, stored: bool) -> list[Crawler]:
+def rekey(
+    session: Session, user_id: int, source: str, name: str, stored: bool
+) -> dict[Crawler, str]:
     """New source keys for a user's crawlers whose query names a credential just stored
-    (`stored`) or removed; those crawlers are returned.
+    (`stored`) or removed; those crawlers, each with the key it had before.
 
     The name is read from the JSON query in Python: SQLite and PostgreSQL spell JSON paths
     differently, and one user's crawlers of one source are few.
@@ -42,10 +44,10 @@ def rekey(session: Session, user_id: int, source: str, name: str, stored: bool) 
     owned = session.scalars(
         select(Crawler).where(Crawler.user_id == user_id, Crawler.source == source)
     )
-    naming = [c for c in owned if credential_name(c.source, c.query) == name]
-    for crawler in naming:
+    former = {c: c.uuid for c in owned if credential_name(c.source, c.query) == name}
+    for crawler in former:
         crawler.uuid = source_key(source, crawler.query, user_id if stored else None)
-    return naming
+    return former
 
 
 def stored_credential(session: Session, user_id: int, source: str, name: str) -> Credential | None:

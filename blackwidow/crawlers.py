@@ -8,11 +8,15 @@ from marshmallow import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from blackwidow import changes
 from blackwidow.auth import Caller
 from blackwidow.crawler_keys import key_for
 from blackwidow.errors import ApiError, invalid_input
 from blackwidow.models import MAX_INTEGER, Assignment, Crawler
+from sources.model import DEFAULT_PRIORITY
 from sources.registry import SOURCE_TYPES
+
+_EDITABLE = ("name", "item_limit", "retention_days", "enabled", "priority")
 
 
 def validated_query(source: str, query: dict[str, Any]) -> dict[str, Any]:
@@ -39,10 +43,11 @@ def create(session: Session, caller: Caller, data: dict[str, Any]) -> Crawler:
         item_limit=data.get("item_limit"),
         retention_days=data.get("retention_days"),
         enabled=data.get("enabled", True),
+        priority=data.get("priority", DEFAULT_PRIORITY),
         state="pending" if data.get("enabled", True) else "disabled",
     )
     session.add(crawler)
-    session.flush()
+    changes.record(session, [crawler])
     return crawler
 
 
@@ -73,15 +78,26 @@ def get(session: Session, caller: Caller, crawler_id: int) -> Crawler:
     return crawler
 
 
-def update(session: Session, crawler: Crawler, changes: dict[str, Any]) -> Crawler:
+def update(session: Session, crawler: Crawler, edits: dict[str, Any]) -> Crawler:
     """Apply a PATCH; the monitor notices the change and updates the subscriber in place."""
-    if "query" in changes:
-        crawler.query = validated_query(crawler.source, changes["query"])
+    if not edits:
+        return crawler
+    former_key = crawler.uuid
+    if "query" in edits:
+        crawler.query = validated_query(crawler.source, edits["query"])
         crawler.uuid = key_for(session, crawler.user_id, crawler.source, crawler.query)
-    for name in ("name", "item_limit", "retention_days", "enabled"):
-        if name in changes:
-            setattr(crawler, name, changes[name])
-    return reconsider(crawler)
+    for name in _EDITABLE:
+        if name in edits:
+            setattr(crawler, name, edits[name])
+    reconsider(crawler)
+    changes.record(session, [crawler], {crawler.id: former_key})
+    return crawler
+
+
+def remove(session: Session, crawler: Crawler) -> None:
+    """Delete a crawler; the monitor removes its subscriber from its node."""
+    changes.record(session, [crawler])
+    session.delete(crawler)
 
 
 def reconsider(crawler: Crawler) -> Crawler:
@@ -98,6 +114,7 @@ def node_of(session: Session, crawler_id: int) -> int | None:
     return session.scalar(select(Assignment.node_id).where(Assignment.crawler_id == crawler_id))
 
 
-def assigned_nodes(session: Session) -> dict[int, int]:
-    """crawler id -> node id, for every assigned crawler, in one query."""
-    return dict(session.execute(select(Assignment.crawler_id, Assignment.node_id)).all())
+def assigned_nodes(session: Session, caller: Caller) -> dict[int, int]:
+    """crawler id -> node id, for every assigned crawler the caller may see, in one query."""
+    query = select(Assignment.crawler_id, Assignment.node_id).join(Crawler).where(visible(caller))
+    return dict(session.execute(query).all())

@@ -15,7 +15,7 @@ from sqlalchemy import exists, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from blackwidow import crawlers
+from blackwidow import changes, crawlers
 from blackwidow.crawler_keys import credential_name, rekey, stored_credential
 from blackwidow.errors import ApiError, invalid_input
 from blackwidow.models import Crawler, Credential, utcnow
@@ -117,6 +117,9 @@ def _schema_of(source: str, name: str) -> type[Schema]:
 def _credential_changed(
     session: Session, user_id: int, source: str, name: str, stored: bool
 ) -> None:
-    """New source keys for the crawlers that name it, and another chance for any that failed."""
-    for crawler in rekey(session, user_id, source, name, stored):
+    """New source keys for the crawlers that name it, and another chance for any that failed.
+    Each is recorded as changed even when its key is not: the secret pushed with it is."""
+    former = rekey(session, user_id, source, name, stored)
+    for crawler in former:
         crawlers.reconsider(crawler)
+    changes.record(session, former, {c.id: key for c, key in former.items()})

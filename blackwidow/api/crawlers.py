@@ -29,8 +29,9 @@ class Crawlers(MethodView):
     @blp.response(200, CrawlerOut(many=True))
     def get(self) -> list[dict[str, Any]]:
         with transaction() as session:
-            nodes = crawlers.assigned_nodes(session)
-            return [_out(c, nodes.get(c.id)) for c in crawlers.listing(session, caller(session))]
+            who = caller(session)
+            nodes = crawlers.assigned_nodes(session, who)
+            return [_out(c, nodes.get(c.id)) for c in crawlers.listing(session, who)]
 
     @blp.arguments(CrawlerCreate)
     @blp.response(201, CrawlerOut)
@@ -49,16 +50,16 @@ class CrawlerById(MethodView):
 
     @blp.arguments(CrawlerUpdate)
     @blp.response(200, CrawlerOut)
-    def patch(self, changes: dict[str, Any], crawler_id: int) -> dict[str, Any]:
+    def patch(self, edits: dict[str, Any], crawler_id: int) -> dict[str, Any]:
         with transaction() as session:
             crawler = crawlers.get(session, caller(session), crawler_id)
-            crawlers.update(session, crawler, changes)
+            crawlers.update(session, crawler, edits)
             return _out(crawler, crawlers.node_of(session, crawler_id))
 
     @blp.response(204)
     def delete(self, crawler_id: int) -> None:
         with transaction() as session:
-            session.delete(crawlers.get(session, caller(session), crawler_id))
+            crawlers.remove(session, crawlers.get(session, caller(session), crawler_id))
 
 
 @blp.route("/<int:crawler_id>/items")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from marshmallow import INCLUDE, Schema, fields, validate
 
 from blackwidow.models import MAX_INTEGER
+from sources.model import DEFAULT_PRIORITY, PRIORITIES
 from sources.registry import CREDENTIAL_SCHEMAS, SOURCE_TYPES
 
 MAX_RETENTION_DAYS = 7300  # Cassandra's longest TTL: 20 years
@@ -23,6 +24,10 @@ _retention = fields.Integer(
     allow_none=True,
     validate=validate.Range(min=1, max=MAX_RETENTION_DAYS),
     metadata={"description": "days the crawler's items are kept; null keeps them"},
+)
+_PRIORITY_HELP = (
+    f"{' | '.join(PRIORITIES)}: orders the crawler's fetches against others' "
+    "when its node is overloaded"
 )
 
 
@@ -105,6 +110,11 @@ class CrawlerCreate(Schema):
     item_limit = _limit
     retention_days = _retention
     enabled = fields.Boolean(load_default=True)
+    priority = fields.String(
+        load_default=DEFAULT_PRIORITY,
+        validate=validate.OneOf(list(PRIORITIES)),
+        metadata={"description": _PRIORITY_HELP},
+    )
 
 
 class CrawlerUpdate(Schema):
@@ -113,6 +123,9 @@ class CrawlerUpdate(Schema):
     item_limit = _limit
     retention_days = _retention
     enabled = fields.Boolean()
+    priority = fields.String(
+        validate=validate.OneOf(list(PRIORITIES)), metadata={"description": _PRIORITY_HELP}
+    )
 
 
 class CrawlerOut(Schema):
@@ -125,6 +138,7 @@ class CrawlerOut(Schema):
     item_limit = fields.Integer(allow_none=True)
     retention_days = fields.Integer(allow_none=True)
     enabled = fields.Boolean()
+    priority = fields.String(metadata={"description": _PRIORITY_HELP})
     state = fields.String()
     node_id = fields.Integer(allow_none=True)
     items_collected = fields.Integer()

@@ -38,12 +38,12 @@ class UserById(MethodView):
 
     @blp.arguments(UserUpdate)
     @blp.response(200, UserOut)
-    def patch(self, changes: dict[str, Any], user_id: int) -> User:
+    def patch(self, edits: dict[str, Any], user_id: int) -> User:
         """A new item budget; null removes it. Raised, it lets stopped crawlers run again."""
         with transaction() as session:
             who = caller(session)
             require_admin(who)
-            return accounts.update_user(accounts.get_user(session, who, user_id), changes)
+            return accounts.update_user(session, accounts.get_user(session, who, user_id), edits)
 
 
 @blp.route("/<int:user_id>/usage")
