@@ -222,3 +222,29 @@ def test_an_rss_item_with_comments_starts_a_conversation(thread_tag: bytes) -> N
     items, _ = parse_feed(body, FEED_URL, FETCHED_AT)
 
     assert [(item.conversation_id, item.in_reply_to) for item in items] == [("a", None)]
+
+
+@pytest.mark.parametrize(
+    ("html", "text"),
+    [
+        ("<p>Hello <b>world</b></p>", "Hello world"),
+        ("<p>one</p><p>two</p>", "one two"),
+        ("before<script>alert(1)</script>after", "beforeafter"),
+        ("a<style>p { color: red }</style>b", "ab"),
+        ("a<applet code='x'>no applet text</applet>b", "ab"),
+        ("a<!-- a comment -->b", "ab"),
+        ("<iframe src='https://x.example'></iframe>kept", "kept"),
+        ("<a href='/relative' onclick='evil()'>link text</a>", "link text"),
+        ("fish &amp; chips &lt;3", "fish & chips <3"),
+    ],
+)
+def test_html_is_reduced_to_its_text_without_feedparser_sanitising(html: str, text: str) -> None:
+    escaped = html.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    body = (
+        '<rss version="2.0"><channel><title>t</title><item><guid>g</guid>'
+        f"<title>t</title><description>{escaped}</description></item></channel></rss>"
+    ).encode()
+
+    [item] = parse_feed(body, FEED_URL, FETCHED_AT)[0]
+
+    assert item.text == text
