@@ -1,0 +1,320 @@
+"""A node at scale: K RSS crawlers on one real node, one feed each, first round and steady state.
+
+One `blackwidow spawn` process (SQLite store, defaults but for the feed interval, the
+loopback allowance and, the farm being one host, host politeness opened to the fetchers)
+fetches from bench.feed_farm (K feeds on 127.0.0.1, 10-60 KB, 20-50 items, ETag; a share
+of the feeds changes once per interval, so about 80% of polls are 304s). No hub runs: this
+script stands in for it through the node protocol — it answers the node's registration,
+pushes the K subscribers in batch `PUT /subscribers` calls, and polls `GET /subscribers`
+once a second (timing each poll while the node is busy), as the hub's monitor would.
+
+Printed: first round (every crawler has stored items) wall time and node CPU; then over a
+steady window, polls per second, the share of 304s, node CPU seconds per 1,000 polls,
+threads, peak memory, poll latency p50/p99, and the longest a due feed started after its
+due time (the scheduler's own figure, from the node's /healthz). The baseline, in the same
+run over the same feeds: a plain single-threaded loop of requests + feedparser, one pass
+for its first round and one conditional pass after the feeds change.
+
+    .venv/bin/python -m bench.node_feeds [--feeds 500 2000 10000] [--steady 120] [--interval 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import feedparser
+import requests
+
+SECRET = "bench-node-feeds"
+HEADERS = {"Authorization": f"Bearer {SECRET}", "X-Blackwidow-Generation": "1"}
+BATCH = 1000
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a process so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def proc_status(pid: int) -> dict[str, int]:
+    """Threads and peak resident memory (KiB) of a process."""
+    values = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    return {"threads": int(values["Threads"]), "peak_kib": int(values["VmHWM"].split()[0])}
+
+
+@contextmanager
+def started(command: list[str], env: dict[str, str], log: Path) -> Iterator[tuple[Any, str]]:
+    """A child process whose first line of stdout is its URL."""
+    with open(log, "w") as errors:
+        child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=errors, text=True)
+        try:
+            url = child.stdout.readline().strip()
+            if not url.startswith("http"):
+                raise RuntimeError(f"{command[2:4]} did not start: see {log}")
+            yield child, url
+        finally:
+            child.terminate()
+            child.wait(timeout=30)
+
+
+@contextmanager
+def fake_hub() -> Iterator[str]:
+    """Answers a node's registration (id 1, generation 1); nothing else."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = json.dumps({"id": 1, "generation": 1}).encode()
+            self.send_response(201)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+class Poller:
+    """The hub's part: polls the node every second, timing each answer, keeping the counts."""
+
+    def __init__(self, node_url: str) -> None:
+        self.node_url = node_url
+        self.session = requests.Session()
+        self.cursor: str | None = None
+        self.collected: dict[int, int] = {}
+        self.latencies: list[tuple[float, float]] = []  # (at, seconds)
+        self.stop = threading.Event()
+
+    def poll(self) -> None:
+        headers = dict(HEADERS, **({"X-Blackwidow-Since": self.cursor} if self.cursor else {}))
+        started_at = time.monotonic()
+        answer = self.session.get(f"{self.node_url}/subscribers", headers=headers, timeout=30)
+        self.latencies.append((started_at, time.monotonic() - started_at))
+        body = answer.json()
+        self.cursor = body["cursor"]
+        for status in body["subscribers"]:
+            self.collected[status["crawler_id"]] = status["items_collected"] or 0
+
+    def run(self) -> None:
+        while not self.stop.wait(1.0):
+            self.poll()
+
+
+def push(node_url: str, farm_url: str, feeds: int) -> None:
+    session = requests.Session()
+    for start in range(0, feeds, BATCH):
+        specs = [
+            {
+                "crawler_id": n + 1,
+                "user_id": 1,
+                "source": "rss",
+                "query": {"feeds": [f"{farm_url}/f/{n}.xml"], "keywords": []},
+            }
+            for n in range(start, min(feeds, start + BATCH))
+        ]
+        answer = session.put(
+            f"{node_url}/subscribers", json={"subscribers": specs}, headers=HEADERS, timeout=120
+        )
+        answer.raise_for_status()
+
+
+def wait_for(condition: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def node_env(tmp: Path, interval: float, fetchers: int) -> dict[str, str]:
+    return {
+        **os.environ,
+        "BLACKWIDOW_CLUSTER_SECRET": SECRET,
+        "BLACKWIDOW_STORE": f"sqlite:///{tmp / 'items.db'}",
+        "BLACKWIDOW_FETCH_ALLOW": "127.0.0.1",
+        "BLACKWIDOW_FEED_INTERVAL": str(interval),
+        "BLACKWIDOW_FETCHERS": str(fetchers),
+        "BLACKWIDOW_HOST_CONCURRENCY": str(fetchers),  # the whole farm is one host
+        "BLACKWIDOW_HOST_GAP": "0",
+    }
+
+
+def run_node(farm_url: str, feeds: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    env = node_env(tmp, args.interval, args.fetchers)
+    farm = requests.Session()
+    with fake_hub() as hub_url:
+        command = [sys.executable, "-m", "blackwidow", "spawn", "--hub", hub_url, "--port", "0"]
+        with started(command, env, tmp / "node.log") as (node, node_url):
+            health = lambda: requests.get(f"{node_url}/healthz", timeout=30).json()  # noqa: E731
+            wait_for(lambda: health()["registered"], 30, "registration")
+            poller = Poller(node_url)
+            cpu_at_start, started_at = proc_cpu(node.pid), time.monotonic()
+            ticker = threading.Thread(
+                target=advance_every, args=(farm_url, args.interval, poller.stop)
+            )
+            ticker.start()
+            push(node_url, farm_url, feeds)
+            threading.Thread(target=poller.run, daemon=True).start()
+            wait_for(
+                lambda: sum(1 for c in list(poller.collected.values()) if c > 0) >= feeds,
+                args.first_round_limit,
+                "the first round",
+            )
+            first = {
+                "wall": time.monotonic() - started_at,
+                "cpu": proc_cpu(node.pid) - cpu_at_start,
+            }
+            steady = measure_steady(node.pid, farm, farm_url, poller, health, args.steady)
+            poller.stop.set()
+            ticker.join()
+            return {"first": first, **steady, **proc_status(node.pid)}
+
+
+def advance_every(farm_url: str, interval: float, stop: threading.Event) -> None:
+    while not stop.wait(interval):
+        requests.post(f"{farm_url}/advance", timeout=30)
+
+
+def measure_steady(
+    pid: int, farm: requests.Session, farm_url: str, poller: Poller, health: Any, window: float
+) -> dict[str, Any]:
+    before, cpu_before, at = farm.get(f"{farm_url}/stats").json(), proc_cpu(pid), time.monotonic()
+    late: list[float] = []
+    threads = 0
+    while time.monotonic() - at < window:
+        time.sleep(5.0)
+        threads = max(threads, proc_status(pid)["threads"])
+        if time.monotonic() - at >= 30:  # the node's late_recent covers the last 30 s
+            late.append(health()["scheduler"]["late_recent"])
+    after, cpu = farm.get(f"{farm_url}/stats").json(), proc_cpu(pid) - cpu_before
+    elapsed = time.monotonic() - at
+    polls = after["requests"] - before["requests"]
+    latencies = sorted(s for t, s in poller.latencies if t >= at)
+    return {
+        "polls_per_s": polls / elapsed,
+        "share_304": (after["304"] - before["304"]) / max(1, polls),
+        "cpu_per_1000": 1000 * cpu / max(1, polls),
+        "cpu_share": cpu / elapsed,
+        "poll_p50": statistics.median(latencies),
+        "poll_p99": latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+        "late_max": max(late, default=float("nan")),
+        "threads_max": threads,
+    }
+
+
+def baseline(farm_url: str, feeds: int) -> dict[str, Any]:
+    """A plain loop: requests + feedparser, one feed after another (run in its own process)."""
+    session = requests.Session()
+    etags: dict[int, str] = {}
+
+    def one_pass() -> tuple[float, float]:
+        wall, cpu = time.monotonic(), time.process_time()
+        for n in range(feeds):
+            headers = {"If-None-Match": etags[n]} if n in etags else {}
+            answer = session.get(f"{farm_url}/f/{n}.xml", headers=headers, timeout=20)
+            if answer.status_code == 200:
+                feedparser.parse(io.BytesIO(answer.content))
+                etags[n] = answer.headers["ETag"]
+        return time.monotonic() - wall, time.process_time() - cpu
+
+    first_wall, first_cpu = one_pass()
+    session.post(f"{farm_url}/advance", timeout=30)
+    steady_wall, steady_cpu = one_pass()
+    return {
+        "first": {"wall": first_wall, "cpu": first_cpu},
+        "polls_per_s": feeds / steady_wall,
+        "cpu_per_1000": 1000 * steady_cpu / feeds,
+        "threads": threading.active_count(),
+        "peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    }
+
+
+def run_baseline(farm_url: str, feeds: int) -> dict[str, Any]:
+    command = [
+        sys.executable,
+        "-m",
+        "bench.node_feeds",
+        "--baseline-of",
+        farm_url,
+        "--feeds",
+        str(feeds),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def report(feeds: int, node: dict[str, Any], base: dict[str, Any], interval: float) -> None:
+    first, bfirst = node["first"], base["first"]
+    print(f"\n{feeds} feeds, one crawler each, interval {interval:g}s")
+    print(
+        f"  first round: node {first['wall']:.1f}s wall, {first['cpu']:.1f}s CPU; "
+        f"baseline {bfirst['wall']:.1f}s wall, {bfirst['cpu']:.1f}s CPU "
+        f"(node/baseline wall {first['wall'] / bfirst['wall']:.2f})"
+    )
+    print(
+        f"  steady: node {node['polls_per_s']:.1f} polls/s ({node['share_304']:.0%} 304), "
+        f"{node['cpu_per_1000']:.2f} CPU s per 1,000 polls, {node['cpu_share']:.0%} of a core; "
+        f"baseline {base['cpu_per_1000']:.2f} CPU s per 1,000 polls, at most "
+        f"{base['polls_per_s']:.0f} polls/s "
+        f"(ratio {node['cpu_per_1000'] / base['cpu_per_1000']:.2f})"
+    )
+    print(
+        f"  node: {node['threads_max']} threads at most, peak {node['peak_kib'] / 1024:.0f} MiB; "
+        f"poll latency p50 {node['poll_p50'] * 1000:.0f} ms, p99 {node['poll_p99'] * 1000:.0f} ms; "
+        f"longest start past due {node['late_max']:.2f}s"
+    )
+    print(f"  baseline: {base['threads']} thread, peak {base['peak_kib'] / 1024:.0f} MiB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--feeds", type=int, nargs="+", default=[500, 2000, 10_000])
+    parser.add_argument("--interval", type=float, default=60.0, help="seconds between polls")
+    parser.add_argument("--steady", type=float, default=120.0, help="seconds of steady window")
+    parser.add_argument("--fetchers", type=int, default=32)
+    parser.add_argument("--first-round-limit", type=float, default=900.0)
+    parser.add_argument("--baseline-of", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.baseline_of:
+        print(json.dumps(baseline(args.baseline_of, args.feeds[0])))
+        return
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, fetchers {args.fetchers}")
+    for feeds in args.feeds:
+        with tempfile.TemporaryDirectory() as scratch:
+            tmp = Path(scratch)
+            farm_command = [sys.executable, "-m", "bench.feed_farm", "--feeds", str(feeds)]
+            with started(farm_command, dict(os.environ), tmp / "farm.log") as (_, farm_url):
+                node = run_node(farm_url, feeds, args, tmp)
+            with started(farm_command, dict(os.environ), tmp / "farm.log") as (_, farm_url):
+                base = run_baseline(farm_url, feeds)
+            report(feeds, node, base, args.interval)
+
+
+if __name__ == "__main__":
+    main()
