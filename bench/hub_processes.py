@@ -6,6 +6,7 @@ SIGKILL), whatever ends the run. Every wait has a deadline. Nothing listens beyo
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import queue
@@ -28,6 +29,7 @@ from tests.services.postgres import Postgres
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = REPO / ".venv" / "bin" / "python"
+PR_SET_PDEATHSIG = 1
 
 
 class Unsettled(Exception):
@@ -50,6 +52,11 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: be SIGKILLed if the benchmark itself dies (Linux prctl)."""
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 class Processes:
     """Children of this run, stopped together by `stop_all`."""
 
@@ -58,7 +65,9 @@ class Processes:
 
     def start(self, command: list[str], log: Path, **kwargs: Any) -> subprocess.Popen[Any]:
         with open(log, "ab") as err:
-            child = subprocess.Popen(command, stderr=err, start_new_session=True, **kwargs)
+            child = subprocess.Popen(
+                command, stderr=err, start_new_session=True, preexec_fn=_die_with_parent, **kwargs
+            )
         self._children.append(child)
         return child
 

@@ -268,6 +268,12 @@ class Window:
         result.notes.append(f"steady: {cycles} cycles in {elapsed:.0f}s; per cycle {per_cycle}")
         if calls["poll"]:
             figures["node_cpu_ms_per_call"] = 1000 * node_cpu / sum(calls[k] for k in CALL_KINDS)
+            poll_cpu = sum(
+                b.get("app_cpu_seconds", {}).get("poll", 0.0)
+                - a.get("app_cpu_seconds", {}).get("poll", 0.0)
+                for a, b in zip(self.nodes, nodes, strict=True)
+            )
+            figures["node_app_ms_per_poll"] = 1000 * poll_cpu / calls["poll"]
 
 
 def cycle_marker(monitor: dict[str, Any]) -> str:

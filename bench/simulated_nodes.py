@@ -11,8 +11,9 @@ every node. Listening is `bench.many_listeners`: one epoll loop and a few thread
 
 Stdout, one JSON line each: first `{"nodes": [url, ...]}` once every node registered, then one
 answer per line read on stdin: `stats` gives the calls served by kind (`poll`, `put_one`,
-`put_batch`, `delete_one`, `delete_batch`, ...) and status, the process's CPU seconds, node
-timer events, and per node its id, whether it is registered and the crawler ids it holds.
+`put_batch`, `delete_one`, `delete_batch`, ...) and status, the CPU seconds of the process and
+of the node code by call kind, node timer events, and per node its id, whether it is
+registered and the crawler ids it holds.
 End of stdin (or `quit`) stops it. The cluster secret is BLACKWIDOW_CLUSTER_SECRET.
 """
 
@@ -122,6 +123,7 @@ class Simulator:
         self.capacity = capacity
         self.secret = self.settings.cluster_secret or ""
         self.calls: Counter[str] = Counter()
+        self.app_cpu: Counter[str] = Counter()  # CPU seconds inside the node app, by call kind
         self._calls_lock = threading.Lock()
         self.stop = threading.Event()
         sockets = ManyListeners.bind(count)
@@ -136,11 +138,14 @@ class Simulator:
         self.listeners.start(sockets)
 
     def serve(self, port: int, environ: dict[str, Any]) -> Answer:
+        started = time.thread_time()
         status, headers, body = call_app(self.nodes[port].app, environ)
+        spent = time.thread_time() - started
         kind = call_kind(environ["REQUEST_METHOD"], environ["PATH_INFO"])
         with self._calls_lock:
             self.calls[kind] += 1
             self.calls[f"{kind} {status.split()[0]}"] += 1
+            self.app_cpu[kind] += spent
         return status, headers, body
 
     def register(self, simulated: SimulatedNode) -> bool:
@@ -190,9 +195,10 @@ class Simulator:
     def stats(self, events: Counter[str]) -> dict[str, Any]:
         times = os.times()
         with self._calls_lock:
-            calls = dict(self.calls)
+            calls, app_cpu = dict(self.calls), dict(self.app_cpu)
         return {
             "calls": calls,
+            "app_cpu_seconds": app_cpu,
             "cpu_seconds": times.user + times.system,
             "events": dict(events),
             "nodes": [
