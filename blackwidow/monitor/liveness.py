@@ -62,7 +62,9 @@ class Liveness:
     def poll_once(self) -> None:
         with self._sessions.begin() as session:
             targets, probes = self._targets(session)
-        reports = poll_all(self._client, [*targets.values(), *probes], self._memory.cursor_of)
+        reports = poll_all(
+            self._client, [*targets.values(), *probes], self._memory.cursor_of, self._clock
+        )
         for probe in probes:  # a dead node's answer is not a heartbeat: it only fences it
             reports.pop(probe.id, None)
         now = self._clock()
@@ -125,8 +127,9 @@ class Liveness:
             session.execute(_answered, answered)
         if self._detector is None:
             return set()
-        for row in answered:
-            self._detector.heartbeat(row["node"], now)
+        for node_id, report in reports.items():
+            if report is not None:
+                self._detector.heartbeat(node_id, report.answered_at)
         silent = [node_id for node_id, report in reports.items() if report is None]
         return {node_id for node_id in silent if self._judge(session, targets[node_id], now)}
 

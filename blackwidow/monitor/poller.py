@@ -22,7 +22,7 @@ from blackwidow.node_protocol import Cursor, ProtocolError
 
 log = logging.getLogger(__name__)
 
-MAX_PARALLEL_CALLS = 32
+MAX_PARALLEL_CALLS = 64  # a node that times out holds up one of them, not the poll
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,7 @@ class NodeReport:
     removed: list[int] = field(default_factory=list)
     subscriber_total: int = 0
     data_source_total: int = 0
+    answered_at: float = 0.0  # when the answer came: the heartbeat, whatever other nodes do
 
     def digests(self) -> dict[int, str]:
         return {int(s["crawler_id"]): str(s["digest"]) for s in self.subscribers}
@@ -43,7 +44,7 @@ class NodeReport:
         return {int(s["crawler_id"]) for s in self.subscribers}
 
     @classmethod
-    def from_answer(cls, answer: dict[str, Any]) -> NodeReport:
+    def from_answer(cls, answer: dict[str, Any], answered_at: float = 0.0) -> NodeReport:
         totals = answer.get("totals") or {}
         subscribers = list(answer["subscribers"])
         data_sources = list(answer["data_sources"])
@@ -55,12 +56,15 @@ class NodeReport:
             removed=[int(c) for c in answer.get("removed", [])],
             subscriber_total=int(totals.get("subscribers", len(subscribers))),
             data_source_total=int(totals.get("data_sources", len(data_sources))),
+            answered_at=answered_at,
         )
 
 
-def _poll(client: NodeClient, node: NodeTarget, since: Cursor | None) -> NodeReport | None:
+def _poll(
+    client: NodeClient, node: NodeTarget, since: Cursor | None, clock: Callable[[], float]
+) -> NodeReport | None:
     try:
-        return NodeReport.from_answer(client.poll(node, since))
+        return NodeReport.from_answer(client.poll(node, since), clock())
     except (NodeUnreachable, NodeRejected, KeyError, TypeError, ValueError, ProtocolError) as error:
         log.info("poll failed node=%s url=%s error=%s", node.id, node.url, error)
         return None
@@ -70,9 +74,10 @@ def poll_all(
     client: NodeClient,
     nodes: Sequence[NodeTarget],
     cursor_of: Callable[[int], Cursor | None],
+    clock: Callable[[], float],
 ) -> dict[int, NodeReport | None]:
     """node id -> its report, or None when it gave no usable answer."""
-    return in_parallel(nodes, lambda node: _poll(client, node, cursor_of(node.id)))
+    return in_parallel(nodes, lambda node: _poll(client, node, cursor_of(node.id), clock))
 
 
 def in_parallel(nodes: Sequence[NodeTarget], call: Callable[[NodeTarget], Any]) -> dict[int, Any]:
