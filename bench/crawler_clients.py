@@ -12,6 +12,7 @@ import itertools
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import requests
@@ -29,6 +30,7 @@ class Creator:
         self.done_at: list[float] = []
         self.failures: Counter[str] = Counter()
         self._next = itertools.count()
+        self.alive: Callable[[], bool] = lambda: True  # False once the hub is gone: stop
         self._lock = threading.Lock()
 
     def run(self) -> dict[str, float | None]:
@@ -60,7 +62,7 @@ class Creator:
         )
         if user is None:
             return
-        while (index := next(self._next)) < self.total:
+        while (index := next(self._next)) < self.total and self.alive():
             body = {
                 "name": f"crawler {index}",
                 "source": "rss",
@@ -77,6 +79,8 @@ class Creator:
     ) -> dict[str, Any] | None:
         """A POST retried on 5xx and lost connections (each one counted), up to ten times."""
         for _ in range(10):
+            if not self.alive():
+                return None
             try:
                 response = http.post(
                     url, json=body, headers={"Authorization": f"Bearer {token}"}, timeout=60

@@ -72,10 +72,11 @@ class Processes:
         return child
 
     def stop_all(self) -> None:
+        """In start order, each before the next: hubs stop before their nodes vanish, so no
+        hub declares nodes dead while the run is being taken down."""
         for child in self._children:
             if child.poll() is None:
                 child.send_signal(signal.SIGTERM)
-        for child in self._children:
             try:
                 child.wait(10)
             except subprocess.TimeoutExpired:

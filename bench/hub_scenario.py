@@ -123,9 +123,21 @@ class Run:
             "nodes active", lambda: self.health()["nodes"].get("active", 0) >= s.nodes, 60, 0.5
         )
 
+    def check_hubs(self) -> None:
+        """A hub that exited ends the scenario: nothing after it would mean anything."""
+        for hub in self.hubs:
+            if hub.process.poll() is not None:
+                status = hub.process.returncode
+                raise Unsettled(f"the hub exited with status {status}: see {hub.log}")
+
     def health(self) -> dict[str, Any]:
-        response = self.http.get(f"{self.hubs[0].url}/api/v1/health", timeout=30)
-        return response.json()
+        self.check_hubs()
+        try:
+            response = self.http.get(f"{self.hubs[0].url}/api/v1/health", timeout=30)
+            return response.json()
+        except (requests.RequestException, ValueError) as error:
+            self.check_hubs()
+            raise Unsettled(f"GET /api/v1/health failed: {error}") from None
 
     def running(self) -> int:
         return self.health()["crawlers"].get("running", 0)
@@ -137,12 +149,14 @@ class Run:
         self.calls_before_create = self.node_stats()
         s = self.scenario
         creator = Creator([h.url for h in self.hubs], self.admin_token, s.clients, s.crawlers)
+        creator.alive = lambda: all(hub.process.poll() is None for hub in self.hubs)
         figures = creator.run()
         self.result.figures.update(figures)
         self.crawler_ids = creator.ids
         self.created_at = time.monotonic()
         if creator.failures:
             self.result.notes.append(f"create answers other than 201: {dict(creator.failures)}")
+        self.check_hubs()
 
     def _place(self) -> None:
         m = len(self.crawler_ids)
