@@ -9,6 +9,7 @@ from werkzeug.exceptions import HTTPException
 
 from blackwidow import db
 from blackwidow.api import conversations, crawlers, credentials, health, nodes, users
+from blackwidow.api.contention import retry_every_view
 from blackwidow.api.context import Hub
 from blackwidow.api.json_body import refuse_unreadable_json
 from blackwidow.api.schemas import ErrorOut
@@ -38,7 +39,7 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         OPENAPI_URL_PREFIX="/api/v1",
         OPENAPI_JSON_PATH="openapi.json",
     )
-    engine = db.make_engine(settings.database_url)
+    engine = db.make_engine(settings.database_url, settings.database_busy_timeout)
     app.extensions["blackwidow"] = Hub(
         settings=settings,
         sessions=db.make_sessions(engine),
@@ -54,6 +55,7 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         nodes.blp,
     ):
         api.register_blueprint(blueprint)
+    retry_every_view(app)
     register_error_handlers(app)
     app.before_request(refuse_unreadable_json)
     app.register_error_handler(StoreUnavailable, _store_unavailable)

@@ -2,37 +2,63 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy import Engine, create_engine, event, inspect, make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+# serialization_failure, deadlock_detected, lock_not_available
+_POSTGRES_CONTENTION = frozenset({"40001", "40P01", "55P03"})
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, busy_timeout: float = 15.0) -> Engine:
     """An engine; SQLite gets WAL, a busy timeout and foreign keys: several processes share it.
 
-    SQL errors and logs leave out the statement's parameters, which may hold a user's stored
-    credential (blackwidow.credentials).
+    `busy_timeout` (seconds) bounds how long a statement waits for another transaction's lock:
+    SQLite's busy timeout, PostgreSQL's lock_timeout. Past it the statement fails with an
+    error `is_contention` recognises. SQL errors and logs leave out the statement's
+    parameters, which may hold a user's stored credential (blackwidow.credentials).
     """
-    if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True, hide_parameters=True)
+    millis = max(1, round(busy_timeout * 1000))
+    backend = make_url(url).get_backend_name()
+    if backend != "sqlite":
+        options = {"options": f"-c lock_timeout={millis}"} if backend == "postgresql" else {}
+        return create_engine(url, connect_args=options, pool_pre_ping=True, hide_parameters=True)
     engine = create_engine(
-        url, connect_args={"timeout": 15, "check_same_thread": False}, hide_parameters=True
+        url,
+        connect_args={"timeout": busy_timeout, "check_same_thread": False},
+        hide_parameters=True,
     )
 
     @event.listens_for(engine, "connect")
     def _sqlite_pragmas(connection, _record) -> None:  # type: ignore[no-untyped-def]
         cursor = connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={millis}")
+        # switching to WAL takes a lock even when already there: asked first, a connection
+        # opens while another process is writing
+        if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=15000")
         cursor.close()
 
     return engine
+
+
+def is_contention(error: BaseException) -> bool:
+    """True for an error that says only "not now": a lock not granted in time (SQLite busy or
+    locked; PostgreSQL lock timeout), a serialization failure or a deadlock. The database
+    rolled the transaction back, so running it again is safe."""
+    if not isinstance(error, DBAPIError):
+        return False
+    code = getattr(error.orig, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return getattr(error.orig, "sqlstate", None) in _POSTGRES_CONTENTION
 
 
 def make_sessions(engine: Engine) -> sessionmaker[Session]:

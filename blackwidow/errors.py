@@ -11,14 +11,23 @@ from werkzeug.exceptions import HTTPException
 
 
 class ApiError(Exception):
-    """An error the caller can act on; `field` names the input to fix, when there is one."""
+    """An error the caller can act on; `field` names the input to fix, when there is one, and
+    `retry_after` (seconds, sent as the Retry-After header) when to ask again."""
 
-    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        field: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.field = field
+        self.retry_after = retry_after
 
 
 def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
@@ -66,7 +75,8 @@ def http_error_response(error: HTTPException) -> ResponseReturnValue:
 
 
 def api_error_response(error: ApiError) -> ResponseReturnValue:
-    return jsonify(error_body(error.code, error.message, error.field)), error.status
+    headers = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
+    return jsonify(error_body(error.code, error.message, error.field)), error.status, headers
 
 
 def register_error_handlers(app: Flask) -> None:

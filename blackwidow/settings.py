@@ -37,6 +37,8 @@ class SettingsError(ValueError):
 class Settings:
     database_url: str = "sqlite:///blackwidow.db"
     store_url: str = "sqlite:///blackwidow-items.db"
+    # seconds a statement waits for another transaction's lock before the API answers 503
+    database_busy_timeout: float = 15.0
     admin_token: str | None = field(default=None, repr=False)
     cluster_secret: str | None = field(default=None, repr=False)
     poll_interval: float = 2.0
@@ -192,6 +194,7 @@ def _text(name: str, raw: str) -> str:
 _VARIABLES = {
     "BLACKWIDOW_DATABASE_URL": ("database_url", _text),
     "BLACKWIDOW_STORE": ("store_url", _text),
+    "BLACKWIDOW_DATABASE_BUSY_TIMEOUT": ("database_busy_timeout", _seconds),
     "BLACKWIDOW_ADMIN_TOKEN": ("admin_token", _text),
     "BLACKWIDOW_CLUSTER_SECRET": ("cluster_secret", _text),
     "BLACKWIDOW_POLL_INTERVAL": ("poll_interval", _seconds),

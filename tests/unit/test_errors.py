@@ -13,7 +13,7 @@ from werkzeug.exceptions import (
     UnprocessableEntity,
 )
 
-from blackwidow.errors import first_invalid_field, http_error_response
+from blackwidow.errors import ApiError, api_error_response, first_invalid_field, http_error_response
 
 
 @pytest.mark.parametrize(
@@ -145,3 +145,15 @@ def test_http_error_response(error, status, expected):
     assert returned_status == status
     assert response.mimetype == "application/json"
     assert response.get_json() == {"error": expected}
+
+
+@pytest.mark.parametrize(("retry_after", "header"), [(None, None), (1, "1"), (30, "30")])
+def test_api_error_response_says_when_to_ask_again(retry_after, header):
+    app = Flask(__name__)
+    error = ApiError(503, "busy", "the database is busy", retry_after=retry_after)
+    with app.test_request_context():
+        response, status, headers = api_error_response(error)
+    assert status == 503 and headers.get("Retry-After") == header
+    assert response.get_json() == {
+        "error": {"code": "busy", "message": "the database is busy", "field": None}
+    }
