@@ -98,7 +98,8 @@ class Crawler(Base):
     enabled: Mapped[bool] = mapped_column(default=True)
     # orders its fetches against others' on an overloaded node (sources.model.PRIORITIES)
     priority: Mapped[str] = mapped_column(String(10), default="normal", server_default="normal")
-    state: Mapped[str] = mapped_column(String(20), default="pending")
+    # indexed: the health detail counts crawlers by state, reading the index alone
+    state: Mapped[str] = mapped_column(String(20), default="pending", index=True)
     items_collected: Mapped[int] = mapped_column(default=0)
     # items its providers delivered (billed), counted once per subscriber run
     items_delivered: Mapped[int] = mapped_column(default=0, server_default="0")

@@ -28,9 +28,11 @@ def upgrade() -> None:
         batch.add_column(
             sa.Column("priority", sa.String(length=10), nullable=False, server_default="normal")
         )
+    op.create_index("ix_crawlers_state", "crawlers", ["state"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_crawlers_state", table_name="crawlers")
     with op.batch_alter_table("crawlers") as batch:
         batch.drop_column("priority")
     with op.batch_alter_table("monitor_lock") as batch:
