@@ -43,6 +43,7 @@ ROWS = [
     ("initial placement, s after the last create", "placement_s", "low"),
     ("  push and remove calls, create to placed", "placement_pushes", "low"),
     ("steady cycle, s (median)", "cycle_s", "low"),
+    ("  one cycle every, s", "cycle_period_s", "low"),
     ("hub CPU per cycle, s", "cpu_per_cycle", "low"),
     ("hub CPU in steady state, cores", "cpu_share", "low"),
     ("HTTP calls per cycle", "calls_per_cycle", "low"),

@@ -15,6 +15,7 @@ import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -273,13 +274,19 @@ class Window:
         if not cycles:
             result.notes.append(f"steady: no cycle ended in {elapsed:.0f}s")
             return
-        figures["cpu_per_cycle"] = cpu / cycles
-        figures["calls_per_cycle"] = sum(calls[k] for k in CALL_KINDS) / cycles
+        period = cycle_period(samples) or elapsed / cycles
+        per = period / elapsed  # the window's share that one cycle period is
+        figures["cycle_period_s"] = period
+        figures["cpu_per_cycle"] = cpu * per
+        figures["calls_per_cycle"] = sum(calls[k] for k in CALL_KINDS) * per
         for name, values in numeric_fields(samples).items():
             figures[f"monitor.{name}"] = statistics.median(values)
         figures["cycle_s"] = figures.get("monitor.last_cycle_seconds")
-        per_cycle = ", ".join(f"{k} {calls[k] / cycles:g}" for k in CALL_KINDS if calls[k])
-        result.notes.append(f"steady: {cycles} cycles in {elapsed:.0f}s; per cycle {per_cycle}")
+        per_cycle = ", ".join(f"{k} {calls[k] * per:.4g}" for k in CALL_KINDS if calls[k])
+        result.notes.append(
+            f"steady: {cycles} cycles in {elapsed:.0f}s, one every {period:.2f}s; calls per"
+            f" cycle {per_cycle}; the nodes served {calls['poll'] / elapsed:.0f} polls/s"
+        )
         if calls["poll"]:
             figures["node_cpu_ms_per_call"] = 1000 * node_cpu / sum(calls[k] for k in CALL_KINDS)
             poll_cpu = sum(
@@ -288,6 +295,14 @@ class Window:
                 for a, b in zip(self.nodes, nodes, strict=True)
             )
             figures["node_app_ms_per_poll"] = 1000 * poll_cpu / calls["poll"]
+
+
+def cycle_period(samples: list[dict[str, Any]]) -> float | None:
+    """Seconds from one cycle's end to the next, from the ends the samples saw."""
+    ends = [datetime.fromisoformat(m["last_cycle_at"]) for m in samples if m.get("last_cycle_at")]
+    if len(ends) < 2:
+        return None
+    return (ends[-1] - ends[0]).total_seconds() / (len(ends) - 1)
 
 
 def cycle_marker(monitor: dict[str, Any]) -> str:
