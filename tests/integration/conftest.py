@@ -25,6 +25,9 @@ FAST_TIMERS = {
     "BLACKWIDOW_ORPHAN_AFTER": "3",
     "BLACKWIDOW_DETACH_AFTER": "4",
     "BLACKWIDOW_FEED_INTERVAL": "0.3",
+    # the one local feed server stands for many sites: no per-host politeness toward it
+    "BLACKWIDOW_HOST_CONCURRENCY": "16",
+    "BLACKWIDOW_HOST_GAP": "0",
 }
 
 

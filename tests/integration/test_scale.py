@@ -24,10 +24,7 @@ DEFAULT_TIMERS = {  # the settings' defaults, undoing the suite's fast timers
     "BLACKWIDOW_ORPHAN_AFTER": "30",
     "BLACKWIDOW_DETACH_AFTER": "60",
     "BLACKWIDOW_FEED_INTERVAL": "60",
-    # the one local feed server stands for 2,000 sites: no per-host politeness toward it
-    "BLACKWIDOW_HOST_CONCURRENCY": "16",
-    "BLACKWIDOW_HOST_GAP": "0",
-}
+}  # per-host politeness stays off, as in every integration test (see conftest)
 
 
 @pytest.mark.timeout(600)
