@@ -9,11 +9,13 @@ sources.rss_parse's job.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -187,7 +189,8 @@ class RssSource:
         feed.lifetime = due.lifetime(result.headers, fetched_at)
         if result.status == 304:
             return
-        items, feed.ttl = parse_feed(result.body, result.url, fetched_at)
+        with self._parse_slot():
+            items, feed.ttl = parse_feed(result.body, result.url, fetched_at)
         with self._items_lock:
             feed.items = items
         if self._scheduler is not None and self._running is None:
@@ -197,6 +200,10 @@ class RssSource:
         # items that a failed delivery did not pass on.
         feed.etag = result.headers.get("ETag")
         feed.last_modified = result.headers.get("Last-Modified")
+
+    def _parse_slot(self) -> AbstractContextManager[Any]:
+        running = self._running
+        return running.cpu_bound() if running is not None else contextlib.nullcontext()
 
     def _deliver_new(self, feed: _Feed, items: Sequence[Item], sink: SourceSink) -> None:
         new = [item for item in items if item.id not in feed.delivered_ids]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import calendar
 import hashlib
+import importlib.util
 import io
 from datetime import UTC, datetime
 from html.parser import HTMLParser
@@ -17,9 +18,16 @@ from xml.etree.ElementTree import ParseError
 import defusedxml
 import defusedxml.ElementTree
 import feedparser
+import feedparser.api
 
 from sources.model import Item
 from sources.urls import canonical_url
+
+# feedparser asks xml.sax for libxml2's driver first; where that is not installed, every
+# parse pays a failed import (a search of sys.path, under the import lock every fetcher
+# thread shares) before falling back to expat. Ask for expat straight away instead.
+if importlib.util.find_spec("drv_libxml2") is None:
+    feedparser.api.PREFERRED_XML_PARSERS[:] = []
 
 MAX_TTL = 24 * 3600.0  # a feed's <ttl> cannot silence it for longer than a day
 _NOT_TEXT = ("script", "style", "applet")

@@ -9,6 +9,11 @@ requests (its address check hooks the connection), parsing holds the interpreter
 and a few dozen threads meet the node's aims (bench/node_feeds.py).
 
 Retries are spread by jitter, so feeds that failed together do not retry together.
+
+Parsing holds the interpreter lock: with every fetcher parsing at once, the node's HTTP
+threads (the hub's polls and pushes) would get one slice of the interpreter in dozens. Jobs
+therefore parse inside `cpu_bound()`, which lets `cpu_slots` of them do so at a time; the
+others wait off the interpreter, and a poll is answered promptly however busy the node is.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ class FetchScheduler:
         clock: Callable[[], float] = time.monotonic,
         draw: Callable[[], float] = random.random,
         name: str = "fetcher",  # threads are named after it
+        cpu_slots: int = 1,
     ) -> None:
         self._name = name
         self._fetchers = fetchers
@@ -73,6 +79,7 @@ class FetchScheduler:
         self._alarm_at = float("inf")  # when the timer thread will wake by itself
         self._stopping = False
         self._threads: list[threading.Thread] = []
+        self._cpu = threading.BoundedSemaphore(cpu_slots)
         self._late: deque[tuple[float, float]] = deque()  # (bucket start, longest lateness)
         self.failed_jobs = 0
 
@@ -128,6 +135,10 @@ class FetchScheduler:
             for key in keys:
                 self._schedule.reweigh(key, weight)
             self._changed()
+
+    def cpu_bound(self) -> threading.BoundedSemaphore:
+        """Hold this (`with scheduler.cpu_bound():`) around a job's CPU-bound work."""
+        return self._cpu
 
     def stats(self) -> dict[str, Any]:
         """For a node's health: size, load, and how late due entries started."""

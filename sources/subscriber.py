@@ -99,10 +99,16 @@ class Subscriber:
             self._retry_due()
             self._drop_beyond_buffer()
 
+    @property
+    def failing(self) -> bool:
+        """Whether a store write failed and waits for its retry (read without the lock)."""
+        return self._failing
+
     def retry(self) -> None:
         """Retry a failed write once its backoff has passed (the node calls this on a timer)."""
         with self._cond:
-            self._retry_due()
+            if self._failing:
+                self._retry_due()
 
     def close(self) -> None:
         """The subscriber is gone: release a source blocked in `offer`."""
