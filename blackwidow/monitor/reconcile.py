@@ -11,35 +11,26 @@ states); SQL is read and written in bulk, and never while the memory's lock is h
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from blackwidow import changes, credentials
+from blackwidow import changes
 from blackwidow.monitor import leases
 from blackwidow.monitor.desired import facts, spec
+from blackwidow.monitor.intake import Intake
 from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient, NodeRejected, NodeTarget, NodeUnreachable
 from blackwidow.monitor.poller import in_parallel
 from blackwidow.monitor.reload import Plan, plan_reload
 from blackwidow.monitor.routing import Router
 from blackwidow.monitor.states import runnable, state_of
-from blackwidow.monitor.tracked import (
-    Tracked,
-    load,
-    recorded_assignments,
-    save_assignments,
-    user_limits,
-    write,
-)
+from blackwidow.monitor.tracked import Tracked, save_assignments, write
 from blackwidow.node_protocol import Shard
 
 log = logging.getLogger(__name__)
-
-RESYNC_INTERVAL = 600.0  # seconds between full reads of the shard's crawlers
 
 
 @dataclass
@@ -68,11 +59,8 @@ class Reconciler:
         self._shard = shard
         self._leading = leading  # False once the lock is lost: nothing more is pushed
         self._placement: dict[int, int] = {}  # runnable crawler -> the node routing chose
-        self._by_user: dict[int, set[int]] = {}  # user id -> their crawlers in this shard
-        self._recorded: dict[int, int] = {}  # crawler -> node, as the assignments table says
-        self._secrets: dict[int, dict[str, Any]] = {}  # crawler -> stored credential pushed
+        self._intake = Intake(memory, shard)
         self._targets: dict[int, NodeTarget] = {}
-        self._resync_at = 0.0
 
     def reconcile_once(self, targets: dict[int, NodeTarget]) -> None:
         """One pass: plan, push the plan, record what the nodes acknowledged."""
@@ -90,80 +78,17 @@ class Reconciler:
         the changes it took (forgotten once the pass is recorded). Lease grants are written
         before this returns, so the ledger knows a grant before any node does."""
         with self._sessions.begin() as session:
-            taken = self._take_changes(session)
+            taken, everything = self._intake.take(session)
+        if everything:
+            self._placement.clear()  # every crawler is routed afresh
+        else:
+            for crawler_id in self._intake.replaced:  # its key may have changed: route again
+                self._placement.pop(crawler_id, None)
         plan, grants = self._decide()
         if grants:
             with self._sessions.begin() as session:
                 write(session, grants)
         return plan, taken
-
-    # -- read what changed -----------------------------------------------------------------
-
-    def _take_changes(self, session: Session) -> list[int]:
-        """Apply crawler changes (all crawlers, the first time) to memory; the change ids."""
-        memory = self._memory
-        if not memory.loaded or time.monotonic() >= self._resync_at:
-            return self._load_all(session)
-        pending = [row for row in changes.pending(session) if self._shard.owns(row[2])]
-        if not pending:
-            return []
-        ids = {crawler_id for _id, crawler_id, _key in pending}
-        fresh = load(session, self._shard, ids)
-        users = {c.user_id for c in fresh.values()} | {
-            memory.crawlers[c].user_id for c in ids if c in memory.crawlers
-        }
-        limits = user_limits(session, users)
-        secrets = credentials.secrets_for(session, list(fresh.values()))
-        with memory.lock:
-            for crawler_id in ids:
-                self._replace(crawler_id, fresh.get(crawler_id), secrets.get(crawler_id))
-            for user_id in users:
-                memory.limits.pop(user_id, None)
-            memory.limits.update(limits)
-            memory.dirty |= ids
-        return [change_id for change_id, _c, _key in pending]
-
-    def _load_all(self, session: Session) -> list[int]:
-        """Read every crawler of the shard: when leading starts, and now and then after, in
-        case a write ever missed recording its change. What polls taught is kept."""
-        memory = self._memory
-        pending = [row for row in changes.pending(session) if self._shard.owns(row[2])]
-        crawlers = load(session, self._shard)
-        limits = user_limits(session)
-        self._recorded = recorded_assignments(session)
-        self._secrets = credentials.secrets_for(session, list(crawlers.values()))
-        with memory.lock:
-            for crawler_id, crawler in crawlers.items():
-                if (old := memory.crawlers.get(crawler_id)) is not None:
-                    crawler.rate = old.rate
-            memory.crawlers, memory.limits, memory.loaded = crawlers, limits, True
-            view = memory.view
-            memory.dirty |= set(crawlers) | set(self._recorded)
-            memory.dirty |= {c for node in view.nodes() for c in view.crawlers_on(node)}
-        self._by_user = {}
-        for crawler in crawlers.values():
-            self._by_user.setdefault(crawler.user_id, set()).add(crawler.id)
-        self._placement.clear()
-        self._resync_at = time.monotonic() + RESYNC_INTERVAL
-        return [change_id for change_id, _crawler, _key in pending]
-
-    def _replace(self, crawler_id: int, fresh: Tracked | None, secret: dict | None) -> None:
-        """Swap in a crawler's new configuration, keeping what the monitor learned of it."""
-        crawlers = self._memory.crawlers
-        old = crawlers.pop(crawler_id, None)
-        if old is not None:
-            self._by_user.get(old.user_id, set()).discard(crawler_id)
-            self._placement.pop(crawler_id, None)  # its key may have changed: route again
-        self._secrets.pop(crawler_id, None)
-        if fresh is None:
-            return
-        if old is not None:
-            fresh.rate = old.rate
-            fresh.items_collected = max(fresh.items_collected, old.items_collected)
-        crawlers[crawler_id] = fresh
-        self._by_user.setdefault(fresh.user_id, set()).add(crawler_id)
-        if secret is not None:
-            self._secrets[crawler_id] = secret
 
     # -- decide ----------------------------------------------------------------------------
 
@@ -208,7 +133,7 @@ class Reconciler:
         """The crawlers of every user with a budget who owns one of these."""
         crawlers, limits = self._memory.crawlers, self._memory.limits
         users = {crawlers[c].user_id for c in crawler_ids if c in crawlers} & set(limits)
-        return {u: [crawlers[c] for c in self._by_user.get(u, ())] for u in users}
+        return {u: [crawlers[c] for c in self._intake.by_user.get(u, ())] for u in users}
 
     def _lease(self, dirty: set[int]) -> tuple[dict[int, int], dict[int, dict[str, Any]]]:
         """Plan the leases of users whose crawlers changed: the lease to push per crawler, and
@@ -237,7 +162,7 @@ class Reconciler:
                 continue
             lease = lease_of.get(crawler_id) if crawler.user_id in self._memory.limits else None
             if crawler.spec is None or crawler.spec.lease != lease:
-                crawler.spec = spec(crawler, lease, self._secrets.get(crawler_id))
+                crawler.spec = spec(crawler, lease, self._intake.secrets.get(crawler_id))
                 crawler.digest = crawler.spec.digest()
 
     def _diff(self, dirty: set[int]) -> Plan:
@@ -310,14 +235,14 @@ class Reconciler:
                 node_id, row = self._settle_one(crawler, outcome, exhausted)
                 if row:
                     rows[crawler_id] = row
-                if node_id is not None and self._recorded.get(crawler_id) != node_id:
+                if node_id is not None and self._intake.recorded.get(crawler_id) != node_id:
                     placed[crawler_id] = (node_id, crawler.digest or "")
-                    self._recorded[crawler_id] = node_id
-                elif node_id is None and crawler_id in self._recorded:
+                    self._intake.recorded[crawler_id] = node_id
+                elif node_id is None and crawler_id in self._intake.recorded:
                     unplaced.add(crawler_id)
-                    del self._recorded[crawler_id]
+                    del self._intake.recorded[crawler_id]
             for crawler_id in unplaced:
-                self._recorded.pop(crawler_id, None)
+                self._intake.recorded.pop(crawler_id, None)
         return rows, placed, unplaced
 
     def _settle_one(
