@@ -219,8 +219,7 @@ class Run:
 
             wait_for("crawlers running again", all_held, timeout, 1.0)
         except Unsettled as unsettled:
-            held = len(set(after) & m)
-            self.result.notes.append(f"after the kill: {unsettled} ({held}/{len(m)} held)")
+            self.result.notes.append(f"after the kill: {unsettled}; {self._state(m)}")
             return
         self.result.figures["recover_s"] = time.monotonic() - killed_at
         moved = [c for c in m if before.get(c) != after.get(c)]
@@ -236,6 +235,21 @@ class Run:
         self.result.notes.append(
             f"kill: {s.killed} nodes held {sum(1 for u in before.values() if u in dead_urls)}"
             f" crawlers; moved {len(moved)}, of them {len(moved) - len(from_dead)} from live nodes"
+        )
+
+    def _state(self, crawler_ids: set[int]) -> str:
+        """Where things stand, for a wait that did not settle: the hub's view and the nodes'."""
+        stats = self.survivors.stats()
+        held = set(holders([stats])) & crawler_ids
+        registered = sum(node["registered"] for node in stats["nodes"])
+        try:
+            health = self.health()
+            hub = f"hub: crawlers {health['crawlers']}, nodes {health['nodes']}"
+        except Unsettled as unsettled:
+            hub = str(unsettled)
+        return (
+            f"surviving nodes hold {len(held)}/{len(crawler_ids)} crawlers, "
+            f"{registered}/{len(stats['nodes'])} registered, timer events {stats['events']}; {hub}"
         )
 
     def _scan_logs(self) -> None:

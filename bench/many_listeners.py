@@ -3,7 +3,8 @@
 Waitress can listen on many sockets, but its loop rebuilds a poll set of every socket and
 connection on each turn, which at 1,000 listeners doubled the CPU of each request served. Here
 asyncio's epoll loop accepts and reads, waitress's own request parser parses, and a few threads
-run the WSGI apps, so a request costs the same whether one or a thousand sockets listen.
+run the WSGI apps (GETs on threads of their own, so no poll waits behind another node's batch
+PUT), so a request costs about the same whether one or a thousand sockets listen.
 
 HTTP/1.1 with keep-alive, one request at a time per connection (what `requests` sends).
 `close(port)` stops a listener and drops its connections: no answer at all from then on.
@@ -114,7 +115,8 @@ class _Connection(asyncio.Protocol):
             return
         self._busy = True
         environ = environ_for(request, self._port)
-        future = self._listeners.pool.submit(self._listeners.serve, self._port, environ)
+        pool = self._listeners.pool_for(environ)
+        future = pool.submit(self._listeners.serve, self._port, environ)
         loop = asyncio.get_running_loop()
         future.add_done_callback(
             lambda done: loop.call_soon_threadsafe(self._finish, done, request.connection_close)
@@ -141,10 +143,16 @@ class ManyListeners:
     def __init__(self, serve: Serve, threads: int) -> None:
         self.serve = serve
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="wsgi")
+        # reads (polls, health) on threads of their own: a real node's poll never waits
+        # behind other nodes' pushes, so neither may a simulated one's
+        self.read_pool = ThreadPoolExecutor(threads, thread_name_prefix="wsgi-read")
         self.connections: dict[int, set[_Connection]] = {}
         self._servers: dict[int, asyncio.base_events.Server] = {}
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="epoll", daemon=True)
+
+    def pool_for(self, environ: dict[str, Any]) -> ThreadPoolExecutor:
+        return self.read_pool if environ["REQUEST_METHOD"] == "GET" else self.pool
 
     @staticmethod
     def bind(count: int, host: str = "127.0.0.1") -> list[socket.socket]:
@@ -185,3 +193,4 @@ class ManyListeners:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self.read_pool.shutdown(wait=False, cancel_futures=True)
