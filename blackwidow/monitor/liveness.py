@@ -233,6 +233,12 @@ class Liveness:
             for node_id in set(memory.view.nodes()) - set(reports):
                 memory.dirty |= memory.view.forget(node_id)  # no longer polled: dead, or gone
             if live != memory.live:
-                log.info("hard reload nodes=%s", list(live))
+                joined, left = (
+                    sorted(set(live) - set(memory.live)),
+                    sorted(set(memory.live) - set(live)),
+                )
+                log.info(
+                    "node set changed nodes=%s joined=%s left=%s", len(live), joined[:20], left[:20]
+                )
                 memory.live = live
         memory.polled.set()  # the reconciler runs after every poll, or as soon as it is free
