@@ -30,7 +30,8 @@ from sources.urls import canonical_url
 
 log = logging.getLogger(__name__)
 
-_ASKS_TO_WAIT = (429, 503)  # statuses whose Retry-After is honoured
+_ASKS_TO_WAIT = (429, 503)
+_NOTHING_YET = object()  # statuses whose Retry-After is honoured
 
 
 @dataclass(eq=False)  # compared by identity: each feed of each source is its own schedule entry
@@ -81,6 +82,7 @@ class RssSource:
         self._scheduler = scheduler  # the node's; None: the source runs one of its own
         self._running: FetchScheduler | None = None  # where the feeds are scheduled, once started
         self._weights: dict[int, int] = {}  # crawler id -> weight of its priority
+        self._reported: str | object | None = _NOTHING_YET  # the last error report, if any
 
     def start(self, sink: SourceSink) -> None:
         """Schedule every feed, due now, delivering to `sink` until stop()."""
@@ -151,8 +153,11 @@ class RssSource:
         if self._running is None:  # stopped: no request, and the entry is gone already
             return NextPoll(now)
         self._poll(feed, sink, now)
-        if self._running is not None:
-            sink.report_error(self._errors())
+        errors = self._errors()
+        if self._running is not None and errors != self._reported:
+            # only a change is news: subscribers that join later are told by the pool
+            self._reported = errors
+            sink.report_error(errors)
         return NextPoll(feed.next_poll_at, retry=feed.failures > 0)
 
     def _errors(self) -> str | None:
