@@ -164,8 +164,12 @@ class SimulatedNodes:
 
     def stats(self) -> dict[str, Any]:
         assert self.process.stdin is not None
-        self.process.stdin.write("stats\n")
-        self.process.stdin.flush()
+        try:
+            self.process.stdin.write("stats\n")
+            self.process.stdin.flush()
+        except OSError:  # a broken pipe: the process is gone
+            status = self.process.wait(5)
+            raise Unsettled(f"simulated nodes exited with status {status}") from None
         return self._answer(60)
 
     def kill(self) -> None:

@@ -20,6 +20,7 @@ End of stdin (or `quit`) stops it. The cluster secret is BLACKWIDOW_CLUSTER_SECR
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import os
@@ -101,8 +102,12 @@ class EventCounter(logging.Handler):
         super().__init__(logging.INFO)
         self.counts: Counter[str] = Counter()
 
-    def emit(self, record: logging.LogRecord) -> None:
+    def emit(self, record: logging.LogRecord) -> None:  # called holding self.lock
         self.counts[" ".join(w for w in str(record.msg).split() if "=" not in w)] += 1
+
+    def snapshot(self) -> dict[str, int]:
+        with self.lock:  # type: ignore[union-attr]
+            return dict(self.counts)
 
 
 @dataclass
@@ -192,7 +197,7 @@ class Simulator:
             for simulated in self.nodes.values():
                 watchdog.check(simulated.node, settings.orphan_after, settings.detach_after)
 
-    def stats(self, events: Counter[str]) -> dict[str, Any]:
+    def stats(self, events: EventCounter) -> dict[str, Any]:
         times = os.times()
         with self._calls_lock:
             calls, app_cpu = dict(self.calls), dict(self.app_cpu)
@@ -200,7 +205,7 @@ class Simulator:
             "calls": calls,
             "app_cpu_seconds": app_cpu,
             "cpu_seconds": times.user + times.system,
-            "events": dict(events),
+            "events": events.snapshot(),
             "nodes": [
                 {
                     "url": s.url,
@@ -222,6 +227,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4, help="threads running the node apps")
     parser.add_argument("--register-timeout", type=float, default=120.0)
     args = parser.parse_args()
+    faulthandler.enable()  # a crash in native code leaves its stack in the log
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     logging.getLogger().handlers[0].setLevel(logging.WARNING)  # the counter sees INFO too
     events = EventCounter()
@@ -238,7 +244,7 @@ def main() -> None:
         if line.strip() == "quit":
             break
         if line.strip() == "stats":
-            print(json.dumps(simulator.stats(events.counts)), flush=True)
+            print(json.dumps(simulator.stats(events)), flush=True)
     simulator.stop.set()
     simulator.listeners.stop()
 
