@@ -18,8 +18,14 @@ log = logging.getLogger(__name__)
 
 
 def bind(app: Flask, host: str, port: int) -> tuple[object, str]:
-    """A bound (not yet running) server and its URL."""
-    server = create_server(app, host=host, port=port, threads=8, ident="blackwidow")
+    """A bound (not yet running) server and its URL.
+
+    poll() rather than select(): a hub keeps a connection open to every node, so its own
+    sockets' descriptors pass select()'s limit of 1,024 once it has a thousand nodes.
+    """
+    server = create_server(
+        app, host=host, port=port, threads=8, ident="blackwidow", asyncore_use_poll=True
+    )
     shown_host = f"[{host}]" if ":" in host else host
     return server, f"http://{shown_host}:{server.effective_port}"
 
