@@ -18,7 +18,7 @@ blp = Blueprint(
 
 @blp.route("/<path:conversation_id>", merge_slashes=False)  # ids may be URLs: keep their //
 class Conversation(MethodView):
-    @blp.arguments(ItemsArgs, location="query")
+    @blp.arguments(ItemsArgs(), location="query")
     @blp.response(200, ItemsOut)
     def get(self, args: dict[str, Any], conversation_id: str) -> dict[str, Any]:
         """A conversation id may be a URL: send it percent-encoded or as the rest of the path."""

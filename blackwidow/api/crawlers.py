@@ -33,7 +33,7 @@ class Crawlers(MethodView):
             nodes = crawlers.assigned_nodes(session, who)
             return [_out(c, nodes.get(c.id)) for c in crawlers.listing(session, who)]
 
-    @blp.arguments(CrawlerCreate)
+    @blp.arguments(CrawlerCreate())
     @blp.response(201, CrawlerOut)
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
         with transaction() as session:
@@ -48,7 +48,7 @@ class CrawlerById(MethodView):
             crawler = crawlers.get(session, caller(session), crawler_id)
             return _out(crawler, crawlers.node_of(session, crawler_id))
 
-    @blp.arguments(CrawlerUpdate)
+    @blp.arguments(CrawlerUpdate())
     @blp.response(200, CrawlerOut)
     def patch(self, edits: dict[str, Any], crawler_id: int) -> dict[str, Any]:
         with transaction() as session:
@@ -64,7 +64,7 @@ class CrawlerById(MethodView):
 
 @blp.route("/<int:crawler_id>/items")
 class CrawlerItems(MethodView):
-    @blp.arguments(ItemsArgs, location="query")
+    @blp.arguments(ItemsArgs(), location="query")
     @blp.response(200, ItemsOut)
     def get(self, args: dict[str, Any], crawler_id: int) -> dict[str, Any]:
         with transaction() as session:

@@ -30,7 +30,7 @@ class Credentials(MethodView):
 
 @blp.route("/<source>/<name>")
 class CredentialByName(MethodView):
-    @blp.arguments(CredentialFields)
+    @blp.arguments(CredentialFields())
     @blp.response(200, CredentialOut)
     @blp.alt_response(201, schema=CredentialOut, description="stored for the first time")
     def put(

@@ -33,7 +33,7 @@ class Nodes(MethodView):
             require_admin(caller(session))
             return cluster.listing(session)
 
-    @blp.arguments(NodeRegister)
+    @blp.arguments(NodeRegister())
     @blp.response(201, NodeRegistered)
     def post(self, data: dict[str, Any]) -> Node:
         node_networks.check_registration(data["url"], hub().settings.node_networks)

@@ -20,7 +20,7 @@ blp = Blueprint(
 
 @blp.route("")
 class Users(MethodView):
-    @blp.arguments(UserCreate)
+    @blp.arguments(UserCreate())
     @blp.response(201, UserCreated)
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
         with transaction() as session:
@@ -36,7 +36,7 @@ class UserById(MethodView):
         with transaction() as session:
             return accounts.get_user(session, caller(session), user_id)
 
-    @blp.arguments(UserUpdate)
+    @blp.arguments(UserUpdate())
     @blp.response(200, UserOut)
     def patch(self, edits: dict[str, Any], user_id: int) -> User:
         """A new item budget; null removes it. Raised, it lets stopped crawlers run again."""
