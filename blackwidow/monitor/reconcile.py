@@ -27,7 +27,7 @@ from blackwidow.monitor.poller import in_parallel
 from blackwidow.monitor.reload import Plan, plan_reload
 from blackwidow.monitor.routing import Router
 from blackwidow.monitor.states import runnable, state_of
-from blackwidow.monitor.tracked import Tracked, save_assignments, write
+from blackwidow.monitor.tracked import Tracked, held_elsewhere, save_assignments, write
 from blackwidow.node_protocol import Shard
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,7 @@ class Reconciler:
         self._placement: dict[int, int] = {}  # runnable crawler -> the node routing chose
         self._intake = Intake(memory, shard)
         self._targets: dict[int, NodeTarget] = {}
+        self._budget: dict[int, int] = {}  # this pass: user id -> the budget this shard holds
 
     def reconcile_once(self, targets: dict[int, NodeTarget]) -> None:
         """One pass: plan, push the plan, record what the nodes acknowledged."""
@@ -84,20 +85,36 @@ class Reconciler:
         else:
             for crawler_id in self._intake.replaced:  # its key may have changed: route again
                 self._placement.pop(crawler_id, None)
-        plan, grants = self._decide()
-        if grants:
-            with self._sessions.begin() as session:
-                write(session, grants)
+        with self._sessions.begin() as session:
+            budgets = self._budgets(session)
+            plan, grants = self._decide(budgets)
+            write(session, grants)
         return plan, taken
 
-    # -- decide ----------------------------------------------------------------------------
+    def _budgets(self, session: Session) -> dict[int, int]:
+        """user id -> what this shard may hold of the budget, for users with a dirty crawler.
 
-    def _decide(self) -> tuple[Plan, dict[int, dict[str, Any]]]:
+        One shard holds the whole budget. With several, a user's crawlers may sit in other
+        shards too: the users' rows are locked (so shard leaders decide one at a time) and
+        what the other shards hold is subtracted, so the sum of leases never passes a limit.
+        """
+        memory = self._memory
+        with memory.lock:
+            crawlers = memory.crawlers
+            users = {crawlers[c].user_id for c in memory.dirty if c in crawlers}
+            limits = {u: memory.limits[u] for u in users if u in memory.limits}
+        if self._shard.count == 1 or not limits:
+            return limits
+        held = held_elsewhere(session, set(limits), self._shard)
+        return {u: limit - held.get(u, 0) for u, limit in limits.items()}
+
+    def _decide(self, budgets: dict[int, int]) -> tuple[Plan, dict[int, dict[str, Any]]]:
         """Route, lease and diff the dirty crawlers; the plan and the lease grants to record."""
         memory = self._memory
         with memory.lock:
             dirty = memory.dirty
             memory.dirty = set()
+            self._budget = budgets
             self._route(memory.live, dirty)
             lease_of, grants = self._lease(dirty)
             self._build_specs(dirty, lease_of)
@@ -115,7 +132,7 @@ class Reconciler:
             if not live:
                 dirty |= set(self._placement)
                 self._placement.clear()
-        exhausted = leases.exhausted_users(self._memory.limits, self._owned_of(dirty))
+        exhausted = leases.exhausted_users(self._budget, self._owned_of(dirty))
         unplaced = []
         for crawler_id in dirty:
             crawler = crawlers.get(crawler_id)
@@ -140,10 +157,13 @@ class Reconciler:
         the grants to record before pushing. A crawler whose lease moves becomes dirty."""
         lease_of: dict[int, int] = {}
         grants: dict[int, dict[str, Any]] = {}
-        limits = self._memory.limits
         for user_id, owned in self._owned_of(dirty).items():
+            if user_id not in self._budget:  # came with this pass: its budget is read next
+                dirty.update(c.id for c in owned)
+                continue
             before = {c.id: c.lease for c in owned}
-            pushed = leases.plan(limits[user_id], owned, self._placement, self._lease_horizon)
+            budget = self._budget[user_id]
+            pushed = leases.plan(budget, owned, self._placement, self._lease_horizon)
             lease_of.update(pushed)
             for crawler in owned:
                 if crawler.lease != before[crawler.id]:
@@ -160,7 +180,10 @@ class Reconciler:
             crawler = crawlers.get(crawler_id)
             if crawler is None or crawler_id not in self._placement:
                 continue
-            lease = lease_of.get(crawler_id) if crawler.user_id in self._memory.limits else None
+            budgeted = crawler.user_id in self._memory.limits
+            if budgeted and crawler_id not in lease_of:
+                continue  # no lease planned yet: it waits rather than run unbounded
+            lease = lease_of.get(crawler_id) if budgeted else None
             if crawler.spec is None or crawler.spec.lease != lease:
                 crawler.spec = spec(crawler, lease, self._intake.secrets.get(crawler_id))
                 crawler.digest = crawler.spec.digest()
@@ -226,7 +249,7 @@ class Reconciler:
                 crawler = crawlers.get(crawler_id)
                 if crawler is not None and crawler.digest is not None:
                     view.acked(node_id, crawler_id, crawler.digest)
-            exhausted = leases.exhausted_users(memory.limits, self._owned_of(self._dirty))
+            exhausted = leases.exhausted_users(self._budget, self._owned_of(self._dirty))
             for crawler_id in self._dirty:
                 crawler = crawlers.get(crawler_id)
                 if crawler is None:

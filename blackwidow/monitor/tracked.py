@@ -95,6 +95,24 @@ def user_limits(session: Session, user_ids: Collection[int] | None = None) -> di
     return limits
 
 
+def held_elsewhere(session: Session, user_ids: set[int], shard: Shard) -> dict[int, int]:
+    """user id -> the budget other shards' crawlers hold (their lease, or their count if it
+    ran ahead), with the users' rows locked until the transaction ends: a shard leader that
+    grants from the rest of a budget must not race another doing the same."""
+    held: dict[int, int] = {}
+    for chunk in chunks(user_ids):
+        session.execute(update(User).where(User.id.in_(chunk)).values(item_limit=User.item_limit))
+        rows = session.execute(
+            select(Crawler.user_id, Crawler.uuid, Crawler.lease, Crawler.items_collected).where(
+                Crawler.user_id.in_(chunk)
+            )
+        )
+        for row in rows:
+            if not shard.owns(row.uuid):
+                held[row.user_id] = held.get(row.user_id, 0) + max(row.lease, row.items_collected)
+    return held
+
+
 def write(session: Session, rows: Mapping[int, Mapping[str, Any]]) -> None:
     """Bulk-update crawlers: crawler id -> {column: value}; one executemany per column set."""
     by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}

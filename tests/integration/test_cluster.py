@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
 import requests
 
 from tests.integration.conftest import MEASUREMENTS, post_numbers
@@ -110,10 +111,14 @@ def test_crawler_limit_is_exact(cluster):
     assert c.get(token, crawler["id"])["items_collected"] == 7
 
 
-def test_user_limit_is_never_overshot_across_nodes(cluster):
-    c = cluster(3)
+@pytest.mark.parametrize("shards", [1, 2])
+def test_user_limit_is_never_overshot_across_nodes(cluster, shards):
+    """With two monitor shards, two hubs each lease from the one budget."""
+    c = cluster(3, BLACKWIDOW_MONITOR_SHARDS=str(shards))
+    if shards > 1:
+        c.add_hub()
     token = c.user(item_limit=25)
-    crawlers = [c.crawler(token, [c.feed(f"budget{n}", items=20)]) for n in range(3)]
+    crawlers = [c.crawler(token, [c.feed(f"budget{n}", items=20)]) for n in range(6)]
 
     def total() -> int:
         return sum(len(c.items(token, x["id"])) for x in crawlers)
