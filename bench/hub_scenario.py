@@ -87,6 +87,9 @@ class Run:
             "BLACKWIDOW_MONITOR_SHARDS": str(scenario.shards),
         }
         self.hubs: list[Hub] = []
+        self.survivors: SimulatedNodes | None = None
+        self.victims: SimulatedNodes | None = None
+        self.victims_killed = False
         self.crawler_ids: list[int] = []
 
     # -- measuring ------------------------------------------------------------------------
@@ -125,11 +128,17 @@ class Run:
         )
 
     def check_hubs(self) -> None:
-        """A hub that exited ends the scenario: nothing after it would mean anything."""
+        """A hub or simulated nodes that exited (other than the victims, killed on purpose)
+        end the scenario: nothing after it would mean anything."""
         for hub in self.hubs:
             if hub.process.poll() is not None:
                 status = hub.process.returncode
                 raise Unsettled(f"the hub exited with status {status}: see {hub.log}")
+        expected = [self.survivors] if self.victims_killed else [self.survivors, self.victims]
+        for nodes in expected:
+            if nodes is not None and nodes.process.poll() is not None:
+                status = nodes.process.returncode
+                raise Unsettled(f"simulated nodes exited with status {status}, not killed here")
 
     def health(self) -> dict[str, Any]:
         self.check_hubs()
@@ -202,6 +211,7 @@ class Run:
         if len(before) < len(m):
             self.result.notes.append(f"before the kill {len(m) - len(before)} crawlers unheld")
         self.victims.kill()
+        self.victims_killed = True
         killed_at = time.monotonic()
         dead = lambda: self.health()["nodes"].get("dead", 0) >= s.killed  # noqa: E731
         timeout = max(120.0, s.settle_timeout / 2)
