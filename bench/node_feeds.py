@@ -75,7 +75,12 @@ def started(command: list[str], env: dict[str, str], log: Path) -> Iterator[tupl
             yield child, url
         finally:
             child.terminate()
-            child.wait(timeout=30)
+            try:
+                child.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                print(f"  ({command[2:4]} did not stop within 60 s of SIGTERM: killed)")
+                child.kill()
+                child.wait()
 
 
 @contextmanager
@@ -182,7 +187,8 @@ def run_node(farm_url: str, feeds: int, args: argparse.Namespace, tmp: Path) -> 
                 target=advance_every, args=(farm_url, args.interval, poller.stop)
             )
             ticker.start()
-            threading.Thread(target=poller.run, daemon=True).start()  # confirms what it has seen
+            polling = threading.Thread(target=poller.run, daemon=True)  # confirms what it saw
+            polling.start()
             push(node_url, farm_url, feeds)
             wait_for(
                 lambda: sum(1 for c in list(poller.collected.values()) if c > 0) >= feeds,
@@ -197,6 +203,9 @@ def run_node(farm_url: str, feeds: int, args: argparse.Namespace, tmp: Path) -> 
             steady = measure_steady(node.pid, farm, farm_url, poller, health, args.steady)
             poller.stop.set()
             ticker.join()
+            polling.join()
+            # waitress keeps serving while a client holds a kept-alive connection, SIGTERM or not
+            poller.session.close()
             return {"first": first, **steady, **proc_status(node.pid)}
 
 
