@@ -34,24 +34,56 @@ def validated_query(source: str, query: dict[str, Any]) -> dict[str, Any]:
 
 
 def create(session: Session, caller: Caller, data: dict[str, Any]) -> Crawler:
+    crawler = new(session, owner(caller), data)
+    _add(session, [crawler])
+    return crawler
+
+
+def create_batch(session: Session, caller: Caller, entries: list[dict[str, Any]]) -> list[Crawler]:
+    """Many crawlers in one transaction, in order: all of them, or none if any entry is wrong
+    (the error names it, e.g. `crawlers.3.query.feeds.0`)."""
+    user_id = owner(caller)
+    made = [_entry(session, user_id, n, data) for n, data in enumerate(entries)]
+    _add(session, made)
+    return made
+
+
+def owner(caller: Caller) -> int:
+    """The user whose crawler a create makes: the caller; the admin owns none."""
     if caller.user_id is None:
         raise ApiError(403, "forbidden", "crawlers belong to users: use a user token")
+    return caller.user_id
+
+
+def new(session: Session, user_id: int, data: dict[str, Any]) -> Crawler:
+    """A user's crawler from one validated create body, not yet added to the session."""
     query = validated_query(data["source"], data["query"])
-    crawler = Crawler(
-        user_id=caller.user_id,
+    enabled = data.get("enabled", True)
+    return Crawler(
+        user_id=user_id,
         name=data["name"],
         source=data["source"],
         query=query,
-        uuid=key_for(session, caller.user_id, data["source"], query),
+        uuid=key_for(session, user_id, data["source"], query),
         item_limit=data.get("item_limit"),
         retention_days=data.get("retention_days"),
-        enabled=data.get("enabled", True),
+        enabled=enabled,
         priority=data.get("priority", DEFAULT_PRIORITY),
-        state="pending" if data.get("enabled", True) else "disabled",
+        state="pending" if enabled else "disabled",
     )
-    session.add(crawler)
-    changes.record(session, [crawler])
-    return crawler
+
+
+def _entry(session: Session, user_id: int, n: int, data: dict[str, Any]) -> Crawler:
+    try:
+        return new(session, user_id, data)
+    except ApiError as error:
+        raise error.within(f"crawlers.{n}") from None
+
+
+def _add(session: Session, made: list[Crawler]) -> None:
+    """Insert the crawlers and their crawler changes: one flush, one statement for the changes."""
+    session.add_all(made)
+    changes.record(session, made)
 
 
 def visible(caller: Caller) -> Any:

@@ -29,6 +29,14 @@ class ApiError(Exception):
         self.field = field
         self.retry_after = retry_after
 
+    def within(self, prefix: str) -> ApiError:
+        """The same error about a part of a larger input: `query.feeds.0` of the fourth entry
+        of a batch becomes `crawlers.3.query.feeds.0`, in the field and in the message."""
+        field = f"{prefix}.{self.field}" if self.field else prefix
+        named = self.field is not None and self.message.startswith(f"{self.field}: ")
+        message = f"{prefix}.{self.message}" if named else f"{prefix}: {self.message}"
+        return ApiError(self.status, self.code, message, field, self.retry_after)
+
 
 def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "field": field}}

@@ -9,7 +9,15 @@ from flask_smorest import Blueprint
 
 from blackwidow import crawlers
 from blackwidow.api.context import caller, hub, transaction
-from blackwidow.api.schemas import CrawlerCreate, CrawlerOut, CrawlerUpdate, ItemsArgs, ItemsOut
+from blackwidow.api.schemas import (
+    CrawlerBatch,
+    CrawlerBatchOut,
+    CrawlerCreate,
+    CrawlerOut,
+    CrawlerUpdate,
+    ItemsArgs,
+    ItemsOut,
+)
 from blackwidow.models import Crawler
 
 _CRAWLER_FIELDS = [name for name in CrawlerOut().fields if name != "node_id"]
@@ -38,6 +46,18 @@ class Crawlers(MethodView):
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
         with transaction() as session:
             return _out(crawlers.create(session, caller(session), data), None)
+
+
+@blp.route("/batch")
+class CrawlerBatchView(MethodView):
+    @blp.arguments(CrawlerBatch())
+    @blp.response(201, CrawlerBatchOut)
+    def post(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Create many crawlers at once, all or none: an invalid entry creates nothing, and
+        the error names it (`crawlers.3.query.feeds.0`). Answers them in request order."""
+        with transaction() as session:
+            made = crawlers.create_batch(session, caller(session), data["crawlers"])
+            return {"crawlers": [_out(c, None) for c in made]}
 
 
 @blp.route("/<int:crawler_id>")

@@ -9,6 +9,7 @@ from sources.model import DEFAULT_PRIORITY, PRIORITIES
 from sources.registry import CREDENTIAL_SCHEMAS, SOURCE_TYPES
 
 MAX_RETENTION_DAYS = 7300  # Cassandra's longest TTL: 20 years
+MAX_BATCH = 1000  # crawlers per batch create: one transaction, a short write lock
 
 # PostgreSQL refuses what SQLite stores: text longer than its column, NUL characters and
 # integers past MAX_INTEGER. Checked here, such input is a 422 on both rather than a 500.
@@ -117,6 +118,15 @@ class CrawlerCreate(Schema):
     )
 
 
+class CrawlerBatch(Schema):
+    crawlers = fields.List(
+        fields.Nested(CrawlerCreate),
+        required=True,
+        validate=validate.Length(min=1, max=MAX_BATCH),
+        metadata={"description": f"1 to {MAX_BATCH} crawlers, each as POST /crawlers takes it"},
+    )
+
+
 class CrawlerUpdate(Schema):
     name = fields.String(validate=_NAME_RULES)
     query = fields.Dict()
@@ -144,6 +154,10 @@ class CrawlerOut(Schema):
     items_collected = fields.Integer()
     items_delivered = fields.Integer(metadata={"description": "items its providers delivered"})
     last_error = fields.String(allow_none=True)
+
+
+class CrawlerBatchOut(Schema):
+    crawlers = fields.List(fields.Nested(CrawlerOut), metadata={"description": "in request order"})
 
 
 class ItemsArgs(Schema):

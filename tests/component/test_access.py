@@ -62,6 +62,7 @@ ACCESS: dict[tuple[str, str], Rule] = {
     ("POST", "/api/v1/nodes"): Rule(Access.CLUSTER, {"url": "http://127.0.0.1:9", "capacity": 1}),
     ("GET", "/api/v1/crawlers"): Rule(Access.CALLER),
     ("POST", "/api/v1/crawlers"): Rule(Access.CALLER, rss("bob-second")),
+    ("POST", "/api/v1/crawlers/batch"): Rule(Access.CALLER, {"crawlers": [rss("bob-batch")]}),
     ("GET", "/api/v1/conversations/<path:conversation_id>"): Rule(Access.CALLER),
     ("GET", "/api/v1/crawlers/<int:crawler_id>"): Rule(Access.OWNER),
     ("PATCH", "/api/v1/crawlers/<int:crawler_id>"): Rule(

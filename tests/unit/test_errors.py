@@ -157,3 +157,19 @@ def test_api_error_response_says_when_to_ask_again(retry_after, header):
     assert response.get_json() == {
         "error": {"code": "busy", "message": "the database is busy", "field": None}
     }
+
+
+@pytest.mark.parametrize(
+    ("field", "message", "expected_field", "expected_message"),
+    [
+        ("query.feeds.0", "query.feeds.0: Not a valid URL.", "crawlers.3.query.feeds.0", None),
+        ("source", "source: unknown source", "crawlers.3.source", None),
+        (None, "something is wrong", "crawlers.3", "crawlers.3: something is wrong"),
+    ],
+)
+def test_an_error_within_a_larger_input_names_the_part(
+    field, message, expected_field, expected_message
+):
+    error = ApiError(422, "invalid", message, field).within("crawlers.3")
+    assert (error.status, error.code, error.field) == (422, "invalid", expected_field)
+    assert error.message == (expected_message or f"crawlers.3.{message}")
