@@ -25,7 +25,10 @@ def identify(session: Session, authorization: str | None, admin_token: str | Non
         raise ApiError(401, "unauthorized", "missing bearer token", "Authorization")
     if same_secret(token, admin_token):
         return Caller(user_id=None, is_admin=True)
-    user_id = session.scalar(select(User.id).where(User.token_hash == hash_token(token)))
+    # a Core statement on the session's connection: one column needs no ORM machinery, and
+    # every request runs this
+    known = select(User.id).where(User.token_hash == hash_token(token))
+    user_id = session.connection().scalar(known)
     if user_id is None:
         raise ApiError(401, "unauthorized", "unknown token", "Authorization")
     return Caller(user_id=user_id)

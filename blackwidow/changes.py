@@ -34,7 +34,7 @@ def record(
         for c in changed
         if former_keys and former_keys.get(c.id, c.uuid) != c.uuid
     ]
-    session.execute(insert(CrawlerChange), rows)
+    session.connection().execute(insert(CrawlerChange.__table__), rows)  # Core: no ORM objects
 
 
 def record_user(session: Session, user_id: int) -> None:
