@@ -1,12 +1,13 @@
-"""The monitor's threads in a hub process: take shard locks, poll on a steady rhythm,
-reconcile on a thread of each led shard's own.
+"""The monitor's threads in a hub process: keep shard locks, and per led shard a poll
+thread on a steady rhythm and a reconcile thread.
 
 Every hub process runs this; each leads its fair share of the shards (the shard count over
-the live hub processes), so the control plane grows with the processes. Polls and lock
-renewals share one thread and never wait for placement work, which runs on the shard's
-reconcile thread: a long placement cannot make nodes miss their polls, nor let the lock
-lapse. A new leader starts with a fresh failure detector, which gives every node the
-benefit of the doubt, and full polls, which tell it everything the nodes run.
+the live hub processes), so the control plane grows with the processes. The lock keeper
+renews on its own thread, several times per lock lifetime, so neither slow polls nor a long
+placement can let a lock lapse; polls never wait for placement work, so a long placement
+cannot make nodes miss their polls. A new leader starts with a fresh failure detector,
+which gives every node the benefit of the doubt, and full polls, which tell it everything
+the nodes run.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from blackwidow.settings import Settings
 
 log = logging.getLogger(__name__)
 
+RENEWALS_PER_TTL = 4  # a renewal may fail or run late three times before the lock lapses
+
 
 def phi_settings(settings: Settings) -> PhiSettings:
     """The detector's settings; until a node has answered, polls are expected every interval."""
@@ -47,6 +50,11 @@ def phi_settings(settings: Settings) -> PhiSettings:
     )
 
 
+def lock_ttl(settings: Settings) -> float:
+    """A leader that stops renewing is replaced after a few missed polls."""
+    return 3 * settings.poll_interval + 1
+
+
 class Leadership:
     """One shard this process leads: its memory, its poll and reconcile halves, and the
     reconcile thread. Valid while the lock was renewed within its time to live."""
@@ -55,14 +63,14 @@ class Leadership:
         self,
         shard: Shard,
         epoch: int,
+        asked_at: float,
         sessions: sessionmaker[Session],
         settings: Settings,
-        valid_for: float,
         record: Callable[[Leadership, float], None],
     ) -> None:
         self.shard = shard
-        self._valid_for = valid_for
-        self._valid_until = time.monotonic() + valid_for
+        self._valid_for = lock_ttl(settings) - 1  # a second short of the lock's expiry
+        self.renewed(asked_at)
         self._stopping = threading.Event()
         self._interval = settings.poll_interval
         self._record = record
@@ -94,22 +102,31 @@ class Leadership:
             shard=shard,
             leading=self.valid,
         )
-        self._thread = threading.Thread(
-            target=self._reconcile, name=f"reconcile-{shard}", daemon=True
-        )
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._poll, name=f"poll-{shard}", daemon=True),
+            threading.Thread(target=self._reconcile, name=f"reconcile-{shard}", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
 
-    def renewed(self) -> None:
-        self._valid_until = time.monotonic() + self._valid_for
+    def renewed(self, asked_at: float) -> None:
+        """The lock was renewed by a call made at `asked_at` (monotonic)."""
+        self._valid_until = asked_at + self._valid_for
 
     def valid(self) -> bool:
         return not self._stopping.is_set() and time.monotonic() < self._valid_until
 
-    def poll(self) -> float:
-        """One poll of every node; its duration."""
-        started = time.monotonic()
-        self.liveness.poll_once()
-        return time.monotonic() - started
+    def _poll(self) -> None:
+        """Poll every node once per interval (at once again when a poll ran long)."""
+        while not self._stopping.is_set():
+            started = time.monotonic()
+            if self.valid():
+                try:
+                    self.liveness.poll_once()
+                except Exception:  # one bad poll must not end the shard's polling
+                    log.exception("poll failed shard=%s", self.shard)
+                self.memory.poll_seconds = time.monotonic() - started
+            self._stopping.wait(max(0.0, self._interval - (time.monotonic() - started)))
 
     def _reconcile(self) -> None:
         while not self._stopping.is_set():
@@ -129,7 +146,8 @@ class Leadership:
     def stop(self) -> None:
         self._stopping.set()
         self.memory.polled.set()
-        self._thread.join(timeout=10)
+        for thread in self._threads:
+            thread.join(timeout=10)
 
 
 class MonitorLoop(threading.Thread):
@@ -145,40 +163,43 @@ class MonitorLoop(threading.Thread):
         start = shard_of(self._holder, len(self._shards))
         self._shards = self._shards[start:] + self._shards[:start]
         self._led: dict[Shard, Leadership] = {}
-        # a leader that stops renewing is replaced after a few missed polls
-        self._lock_ttl = 3 * settings.poll_interval + 1
+        self._lock_ttl = lock_ttl(settings)
+        self._renew_interval = self._lock_ttl / RENEWALS_PER_TTL
 
     def _lead(self) -> None:
-        """Renew the shards led, take free ones up to the fair share, hand back extras."""
-        now = utcnow()
+        """Renew the shards led, take free ones up to the fair share, hand back extras.
+
+        Validity counts from before the database was asked, so a slow answer can only
+        shorten it; shards given up are stopped after the transaction, never inside it.
+        """
+        now, asked_at = utcnow(), time.monotonic()
+        drops: list[tuple[Shard, str]] = []
         with self._sessions.begin() as session:
             share = leader.fair_share(session, self._holder, now, self._lock_ttl, len(self._shards))
             for shard in self._shards:
                 name = leader.lock_name(shard)
                 held = shard in self._led
-                if not held and len(self._led) >= share:
+                leading = len(self._led) - len(drops)
+                if not held and leading >= share:
                     continue
-                if held and len(self._led) > share:
+                if held and leading > share:
                     leader.release(session, self._holder, name)
-                    self._drop(shard, "handed over")
+                    drops.append((shard, "handed over"))
                     continue
                 epoch = leader.try_lead(session, self._holder, now, self._lock_ttl, name)
                 if epoch is None and held:
-                    self._drop(shard, "lost the lead")
+                    drops.append((shard, "lost the lead"))
                 elif epoch is not None and held:
-                    self._led[shard].renewed()
+                    self._led[shard].renewed(asked_at)
                 elif epoch is not None:
                     log.info(
                         "monitor leading shard=%s holder=%s epoch=%s", shard, self._holder, epoch
                     )
                     self._led[shard] = Leadership(
-                        shard,
-                        epoch,
-                        self._sessions,
-                        self._settings,
-                        self._lock_ttl - 1,
-                        self._record_cycle,
+                        shard, epoch, asked_at, self._sessions, self._settings, self._record_cycle
                     )
+        for shard, why in drops:
+            self._drop(shard, why)
 
     def _drop(self, shard: Shard, why: str) -> None:
         """Stop leading a shard; its reconcile thread has ended when this returns."""
@@ -192,17 +213,14 @@ class MonitorLoop(threading.Thread):
             )
 
     def run(self) -> None:
+        """Keep the locks: take, renew and hand back shards, several times per lifetime."""
         while not self._stopping.is_set():
             started = time.monotonic()
             try:
                 self._lead()
-                for leadership in list(self._led.values()):
-                    leadership.memory.poll_seconds = leadership.poll()
-            except Exception:  # one bad poll must not end the monitor
-                log.exception("monitor poll failed")
-            self._stopping.wait(
-                max(0.0, self._settings.poll_interval - (time.monotonic() - started))
-            )
+            except Exception:  # a database hiccup: the locks are renewed next time, or lapse
+                log.exception("monitor lock renewal failed")
+            self._stopping.wait(max(0.0, self._renew_interval - (time.monotonic() - started)))
 
     def stop(self) -> None:
         """Stop and hand the locks over at once rather than letting them expire."""

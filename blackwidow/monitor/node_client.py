@@ -33,6 +33,7 @@ from sources.model import SubscriberSpec
 MAX_BATCH = 500  # specs or ids per batch call; a node accepts up to 1,000
 KEPT_CONNECTIONS = 4096  # nodes whose keep-alive connections stay open between cycles
 CALLS_AT_ONCE_PER_NODE = 4  # connections kept per node: a poll and pushes may overlap
+SECONDS_PER_SPEC = 0.01  # a batch's answer may take this much longer per spec it carries
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,11 @@ class NodeClient:
         path: str,
         body: Any = None,
         headers: dict[str, str] | None = None,
+        entries: int = 0,
     ) -> Any:
-        """The call's JSON answer (None for an empty one)."""
+        """The call's JSON answer (None for an empty one). A batch of `entries` gets longer
+        to answer: a node starts a data source per new spec, and a timed-out batch is sent
+        again whole."""
         sent = {
             "Authorization": f"Bearer {self._secret}",
             GENERATION_HEADER: str(node.generation),
@@ -103,7 +107,7 @@ class NodeClient:
                 f"{node.url}{path}",
                 body=payload,
                 headers=sent,
-                timeout=self._timeout,
+                timeout=self._timeout + SECONDS_PER_SPEC * entries,
                 redirect=False,
             )
         except (urllib3.exceptions.HTTPError, OSError, FetchError) as error:
@@ -135,15 +139,16 @@ class NodeClient:
         """crawler id -> {"status": ...} or {"error": ...}, for every spec, in batches."""
         results: dict[int, dict] = {}
         for start in range(0, len(specs), MAX_BATCH):
-            body = {"subscribers": [s.to_json() for s in specs[start : start + MAX_BATCH]]}
-            answer = self._call("PUT", node, "/subscribers", body)
+            batch = specs[start : start + MAX_BATCH]
+            body = {"subscribers": [s.to_json() for s in batch]}
+            answer = self._call("PUT", node, "/subscribers", body, entries=len(batch))
             results.update({int(c): r for c, r in answer["results"].items()})
         return results
 
     def remove_many(self, node: NodeTarget, crawler_ids: list[int]) -> None:
         for start in range(0, len(crawler_ids), MAX_BATCH):
-            body = {"crawler_ids": crawler_ids[start : start + MAX_BATCH]}
-            self._call("DELETE", node, "/subscribers", body)
+            batch = crawler_ids[start : start + MAX_BATCH]
+            self._call("DELETE", node, "/subscribers", {"crawler_ids": batch}, entries=len(batch))
 
 
 def _reason(data: bytes, status: int) -> str:
