@@ -1,7 +1,8 @@
 """Analysts at work: client threads creating RSS crawlers through the hub's REST API.
 
 Each thread is one user (made with the admin token) creating crawlers on its own feed,
-`https://feedN.example/rss` (the hub never fetches them). The rate is timed overall and in the
+`https://feedN.example/rss` (the hub never fetches them), one per call or, with `batch`, that
+many per call to `POST /api/v1/crawlers/batch`. The rate is timed overall and in the
 first and last tenth, so a hub that slows as its tables grow shows it; every answer other than
 201 is counted, and 5xx answers and lost connections are retried.
 """
@@ -21,8 +22,11 @@ import requests
 class Creator:
     """Client threads creating crawlers through the REST API, as analysts would."""
 
-    def __init__(self, hub_urls: list[str], admin_token: str, clients: int, total: int) -> None:
+    def __init__(
+        self, hub_urls: list[str], admin_token: str, clients: int, total: int, batch: int = 0
+    ) -> None:
         self.hub_urls = hub_urls
+        self.batch = batch
         self.admin_token = admin_token
         self.clients = clients
         self.total = total
@@ -49,8 +53,8 @@ class Creator:
         tenth = len(done) // 10
         return {
             "create_rate": len(done) / (done[-1] - started),
-            "create_rate_first": tenth / (done[tenth - 1] - started),
-            "create_rate_last": tenth / (done[-1] - done[-tenth - 1]),
+            "create_rate_first": _rate(tenth, done[tenth - 1] - started),
+            "create_rate_last": _rate(tenth, done[-1] - done[-tenth - 1]),
         }
 
     def _client(self, n: int) -> None:
@@ -62,17 +66,35 @@ class Creator:
         )
         if user is None:
             return
-        while (index := next(self._next)) < self.total and self.alive():
-            body = {
-                "name": f"crawler {index}",
-                "source": "rss",
-                "query": {"feeds": [f"https://feed{index}.example/rss"]},
-            }
-            crawler = self._call(http, f"{hub}/api/v1/crawlers", user["token"], body)
-            if crawler is not None:
-                with self._lock:
-                    self.ids.append(crawler["id"])
-                    self.done_at.append(time.monotonic())
+        while self.alive():
+            indexes = self._take()
+            if not indexes:
+                return
+            bodies = [
+                {
+                    "name": f"crawler {index}",
+                    "source": "rss",
+                    "query": {"feeds": [f"https://feed{index}.example/rss"]},
+                }
+                for index in indexes
+            ]
+            if self.batch:
+                made = self._call(
+                    http, f"{hub}/api/v1/crawlers/batch", user["token"], {"crawlers": bodies}
+                )
+                created = made["crawlers"] if made is not None else []
+            else:
+                made = self._call(http, f"{hub}/api/v1/crawlers", user["token"], bodies[0])
+                created = [made] if made is not None else []
+            with self._lock:
+                self.ids.extend(crawler["id"] for crawler in created)
+                self.done_at.extend([time.monotonic()] * len(created))
+
+    def _take(self) -> list[int]:
+        """The next indexes to create: one, or a batch."""
+        with self._lock:
+            indexes = [next(self._next) for _ in range(max(1, self.batch))]
+        return [index for index in indexes if index < self.total]
 
     def _call(
         self, http: requests.Session, url: str, token: str, body: dict[str, Any]
@@ -100,3 +122,8 @@ class Creator:
     def _failed(self, what: str) -> None:
         with self._lock:
             self.failures[what] += 1
+
+
+def _rate(count: int, seconds: float) -> float | None:
+    """None when the span is one batch's answer: too few calls to time a tenth."""
+    return count / seconds if seconds > 0 else None

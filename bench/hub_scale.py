@@ -75,6 +75,7 @@ def scenarios(args: argparse.Namespace) -> Iterator[Scenario]:
                     routing,
                     args.shards,
                     clients=args.clients,
+                    batch=args.batch,
                     steady_window=args.steady_window,
                     settle_timeout=args.settle_timeout,
                 )
@@ -168,6 +169,9 @@ def main() -> None:
     parser.add_argument("--routing", default="modulo", help="modulo, rendezvous or both (a,b)")
     parser.add_argument("--shards", type=int, default=1, help="monitor shards = hub processes")
     parser.add_argument("--clients", type=int, default=8, help="threads creating crawlers")
+    parser.add_argument(
+        "--batch", type=int, default=0, help="crawlers per create call (the batch endpoint)"
+    )
     parser.add_argument("--steady-window", type=float, default=20.0, help="seconds")
     parser.add_argument("--settle-timeout", type=float, default=300.0, help="seconds per wait")
     parser.add_argument("--baseline-ref", default="b1342c4", help="'' for no baseline")

@@ -45,6 +45,7 @@ class Scenario:
     shards: int
     poll_interval: float = 2.0
     clients: int = 8
+    batch: int = 0  # crawlers per create call (POST /api/v1/crawlers/batch); 0: one per call
     steady_window: float = 20.0
     settle_timeout: float = 300.0
 
@@ -56,6 +57,7 @@ class Scenario:
         return (
             f"{self.nodes:,} nodes x {self.crawlers:,} crawlers, {self.database}, "
             f"{self.routing}, {self.shards} shard(s)"
+            + (f", created {self.batch} a call" if self.batch else "")
         )
 
 
@@ -158,7 +160,9 @@ class Run:
     def _create(self) -> None:
         self.calls_before_create = self.node_stats()
         s = self.scenario
-        creator = Creator([h.url for h in self.hubs], self.admin_token, s.clients, s.crawlers)
+        creator = Creator(
+            [h.url for h in self.hubs], self.admin_token, s.clients, s.crawlers, s.batch
+        )
         creator.alive = lambda: all(hub.process.poll() is None for hub in self.hubs)
         figures = creator.run()
         self.result.figures.update(figures)
