@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from marshmallow import ValidationError
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from blackwidow import changes
@@ -17,6 +17,11 @@ from sources.model import DEFAULT_PRIORITY
 from sources.registry import SOURCE_TYPES
 
 _EDITABLE = ("name", "item_limit", "retention_days", "enabled", "priority")
+# what a create writes; the columns' defaults fill the rest (rate, lease, timestamps)
+_WRITTEN = (
+    *("uuid", "user_id", "name", "source", "query", "item_limit", "retention_days"),
+    *("enabled", "priority", "state", "items_collected", "items_delivered", "last_error"),
+)
 # one instance per source type, built once: a marshmallow schema keeps no state between loads,
 # and building one copies every declared field
 _QUERY_SCHEMAS = {name: kind.query_schema() for name, kind in SOURCE_TYPES.items()}
@@ -70,6 +75,9 @@ def new(session: Session, user_id: int, data: dict[str, Any]) -> Crawler:
         enabled=enabled,
         priority=data.get("priority", DEFAULT_PRIORITY),
         state="pending" if enabled else "disabled",
+        items_collected=0,
+        items_delivered=0,
+        last_error=None,
     )
 
 
@@ -81,8 +89,15 @@ def _entry(session: Session, user_id: int, n: int, data: dict[str, Any]) -> Craw
 
 
 def _add(session: Session, made: list[Crawler]) -> None:
-    """Insert the crawlers and their crawler changes: one flush, one statement for the changes."""
-    session.add_all(made)
+    """Insert the crawlers in one Core statement, their ids coming back in order, and their
+    crawler changes in another. A create only writes rows, so it skips the ORM's unit of
+    work: the crawlers stay outside the session, answered from what was written."""
+    table = Crawler.__table__
+    rows = [{name: getattr(crawler, name) for name in _WRITTEN} for crawler in made]
+    returning = insert(table).returning(table.c.id, sort_by_parameter_order=True)
+    ids = session.connection().scalars(returning, rows).all()
+    for crawler, crawler_id in zip(made, ids, strict=True):
+        crawler.id = crawler_id
     changes.record(session, made)
 
 
