@@ -75,8 +75,11 @@ def _load(schema: type[Schema], data: dict[str, Any], field: str) -> dict[str, A
         raise invalid_input(error.messages, field) from None
 
 
-def assigned_ids(header: str | None) -> list[int]:
-    """The crawler ids the hub still wants here, from its poll; nothing when absent."""
+def assigned_ids(header: str | None) -> list[int] | None:
+    """The crawler ids the hub still wants here, when its poll names them (None: it does not,
+    and the poll confirms every subscriber of its shard)."""
+    if header is None:
+        return None
     if not header:
         return []
     try:

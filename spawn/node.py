@@ -54,11 +54,12 @@ class Node:
         self.pool.confirm(assigned, now)
 
     def answer_poll(
-        self, shard: Shard, since: Cursor | None, assigned: Iterable[int]
+        self, shard: Shard, since: Cursor | None, assigned: Iterable[int] | None = None
     ) -> dict[str, Any]:
         """A poll from one monitor shard: what changed in its subscribers and data sources
-        since `since`, and every subscriber it has seen before is confirmed (still wanted
-        unless it removes them), as are the `assigned` ones it names."""
+        since `since`. The poll confirms every subscriber of the shard (the hub wants what it
+        does not remove, and a shard whose leader stops polling leaves orphans behind), or
+        only those `assigned` when the hub names them."""
         with self._report_lock:
             log = self._reports.setdefault(shard, ChangeLog())
             statuses = self.pool.statuses(shard.owns)
@@ -66,8 +67,8 @@ class Node:
             current = {("s", s["crawler_id"]): s for s in statuses}
             current.update({("d", d["key"]): d for d in sources})
             answer = log.report(current, since)
-        confirmed = [key[1] for key in answer.acknowledged if key[0] == "s"]
-        self.polled([*assigned, *confirmed])
+        confirmed = [s["crawler_id"] for s in statuses] if assigned is None else assigned
+        self.polled(confirmed)
         return {
             "cursor": str(answer.cursor),
             "full": answer.full,

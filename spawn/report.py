@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from blackwidow.node_protocol import Cursor
@@ -23,9 +23,6 @@ class Answer:
     full: bool
     changed: list[Any]
     removed: list[Hashable]
-    # keys reported at or before the poller's cursor: the hub has seen them, and still
-    # wants them unless it removes them (the poll confirms them)
-    acknowledged: list[Hashable] = field(default_factory=list)
 
 
 class ChangeLog:
@@ -36,7 +33,6 @@ class ChangeLog:
         self._seq = 0
         self._floor = 0  # removals at or below it are forgotten: older cursors get `full`
         self._entries: dict[Hashable, tuple[int, Any]] = {}  # key -> (changed at seq, value)
-        self._first_seen: dict[Hashable, int] = {}
         self._removed: dict[Hashable, int] = {}  # key -> removed at seq
 
     def report(self, current: Mapping[Hashable, Any], since: Cursor | None) -> Answer:
@@ -56,7 +52,6 @@ class ChangeLog:
             False,
             [value for at, value in self._entries.values() if at > since.seq],
             [key for key, at in self._removed.items() if at > since.seq],
-            [key for key, at in self._first_seen.items() if at <= since.seq],
         )
 
     def _record(self, current: Mapping[Hashable, Any]) -> None:
@@ -67,12 +62,10 @@ class ChangeLog:
             known = self._entries.get(key)
             if known is None or known[1] != value:
                 self._entries[key] = (seq, value)
-                self._first_seen.setdefault(key, seq)
                 self._removed.pop(key, None)
                 changed = True
         for key in [key for key in self._entries if key not in current]:
             del self._entries[key]
-            del self._first_seen[key]
             self._removed[key] = seq
             changed = True
         if changed:

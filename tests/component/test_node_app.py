@@ -374,21 +374,22 @@ def test_a_poll_with_the_last_cursor_answers_only_what_changed(
     assert since(client, "0123456789abcdef:1")["full"]
 
 
-def test_a_cursor_poll_confirms_what_the_hub_has_seen(
+def test_every_poll_confirms_its_shards_subscribers_and_an_unpolled_shard_leaves_orphans(
     client: FlaskClient, node: Node, clock: FakeClock, feeds: FeedServer
 ) -> None:
-    put(client, spec_body(1, [feed(feeds, "one")]))
-    cursor = poll(client)["cursor"]
-    clock.now += ORPHAN_AFTER - 1
-    cursor = since(client, cursor)["cursor"]  # confirms 1, seen in the first answer
-    put(client, spec_body(2, [feed(feeds, "two")]))
-    clock.now += ORPHAN_AFTER - 1
-    since(client, cursor)  # 2 is reported now, so not yet seen: this poll confirms 1 only
-    clock.now += 2
+    crawler_ids_by_shard: dict[int, set[int]] = {0: set(), 1: set()}
+    for crawler_id in range(1, 7):
+        body = spec_body(crawler_id, [feed(feeds, f"o{crawler_id}")])
+        put(client, body)
+        shard = 0 if Shard(0, 2).owns(source_key("rss", body["query"])) else 1
+        crawler_ids_by_shard[shard].add(crawler_id)
+    for _ in range(3):  # only shard 0's leader polls, for longer than orphan_after
+        clock.now += ORPHAN_AFTER - 1
+        since(client, "", **{SHARD_HEADER: "0/2"})
 
     watchdog.check(node, ORPHAN_AFTER, DETACH_AFTER)
 
-    assert crawler_ids(node) == {1}
+    assert crawler_ids(node) == crawler_ids_by_shard[0]
 
 
 def test_each_shard_polls_its_own_subscribers(
