@@ -36,6 +36,10 @@ def run(server: object, url: str, on_stop: Callable[[], None] = lambda: None) ->
     def _close(signum: int, _frame: object) -> None:
         log.info("stopping signal=%s", signum)
         server.close()  # type: ignore[attr-defined]
+        # waitress keeps serving open connections after its listener closes: a hub holds a
+        # kept-alive connection to every node, so without this a node would never stop
+        for channel in list(server._map.values()):  # type: ignore[attr-defined]
+            channel.close()
 
     signal.signal(signal.SIGTERM, _close)
     signal.signal(signal.SIGINT, _close)

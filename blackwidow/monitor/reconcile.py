@@ -92,7 +92,7 @@ class Reconciler:
         return plan, taken
 
     def _budgets(self, session: Session) -> dict[int, int]:
-        """user id -> what this shard may hold of the budget, for users with a dirty crawler.
+        """user id -> what this shard may hold of the budget, for every user with one.
 
         One shard holds the whole budget. With several, a user's crawlers may sit in other
         shards too: the users' rows are locked (so shard leaders decide one at a time) and
@@ -100,9 +100,7 @@ class Reconciler:
         """
         memory = self._memory
         with memory.lock:
-            crawlers = memory.crawlers
-            users = {crawlers[c].user_id for c in memory.dirty if c in crawlers}
-            limits = {u: memory.limits[u] for u in users if u in memory.limits}
+            limits = {u: limit for u, limit in memory.limits.items() if self._intake.by_user.get(u)}
         if self._shard.count == 1 or not limits:
             return limits
         held = held_elsewhere(session, set(limits), self._shard)
@@ -115,6 +113,10 @@ class Reconciler:
             dirty = memory.dirty
             memory.dirty = set()
             self._budget = budgets
+            # a budget is shared and leases follow rates: every pass looks again at every
+            # crawler of a user with a budget (only those users cost more than their changes)
+            for user_id in budgets:
+                dirty.update(self._intake.by_user.get(user_id, ()))
             self._route(memory.live, dirty)
             lease_of, grants = self._lease(dirty)
             self._build_specs(dirty, lease_of)

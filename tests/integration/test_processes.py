@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -116,3 +117,16 @@ def test_demo_runs_offline_and_shows_items_arriving():
         if part.startswith("items=")
     ]
     assert max(counts) > 0
+
+
+def test_a_node_stops_on_sigterm_while_a_hub_holds_a_kept_alive_connection(tmp_path):
+    c = Cluster(tmp_path, {})
+    node = c._start("node", "blackwidow", "spawn", "--hub", "http://127.0.0.1:9", "--port", "0")
+    try:
+        kept = requests.Session()  # as the hub keeps one connection open to every node
+        assert kept.get(f"{node.url}/healthz", timeout=5).ok
+        node.process.send_signal(signal.SIGTERM)
+        assert node.process.wait(timeout=8) == 0
+    finally:
+        c.stop()
+        node.stop()
