@@ -94,7 +94,10 @@ def test_a_wrong_secret_is_reported_and_never_shown(paid: FakePaidStream):
 def test_a_stopped_stream_frees_the_querys_connection_at_once():
     with FakePaidStream(keepalive=60.0) as paid:
         with Running(paid) as running:
-            wait_until(lambda: paid.open_streams() == 1, what="connected")
+            wait_until(  # the provider counts the stream before the source says it connected
+                lambda: paid.open_streams() == 1 and running.sink.errors == [None],
+                what="connected",
+            )
         wait_until(lambda: paid.open_streams() == 0, timeout=10, what="the connection freed")
     assert running.sink.errors == [None]  # hanging up is not a lost connection
 
