@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from sources.model import Item
@@ -51,3 +52,19 @@ class SinkRecorder:
     def report_error(self, message: str | None, to: Collection[int] | None = None) -> None:
         self.errors.append(message)
         self.error_targets.append(to)
+
+
+@contextmanager
+def served(app: Any, name: str) -> Iterator[str]:
+    """An app served by waitress on a loopback port, in a thread of this process: its URL."""
+    from blackwidow import serving
+
+    server: Any
+    server, url = serving.bind(app, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.run, name=name, daemon=True)
+    thread.start()
+    try:
+        yield url
+    finally:
+        server.close()
+        thread.join(timeout=5)

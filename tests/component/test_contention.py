@@ -20,13 +20,14 @@ from flask import Flask
 from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.exc import OperationalError
 
-from blackwidow import db, serving
+from blackwidow import db
 from blackwidow.api.contention import PAUSES, retrying
 from blackwidow.app import create_app
 from blackwidow.errors import ApiError
 from blackwidow.models import Crawler, CrawlerChange
 from blackwidow.settings import Settings
 from tests.component.conftest import ADMIN, SECRET, bearer
+from tests.support import served
 
 BUSY_TIMEOUT = 0.3  # seconds
 # what no crawler write gets past on PostgreSQL: each writes a crawler change
@@ -227,13 +228,8 @@ def patient_app(database_url: str, tmp_path: Path) -> Iterator[Flask]:
 
 @pytest.fixture
 def patient_url(patient_app: Flask) -> Iterator[str]:
-    server: Any
-    server, url = serving.bind(patient_app, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.run, name="patient-hub", daemon=True)
-    thread.start()
-    yield url
-    server.close()
-    thread.join(timeout=5)
+    with served(patient_app, "patient-hub") as url:
+        yield url
 
 
 def test_eight_clients_creating_crawlers_while_writes_contend_get_no_5xx(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -32,9 +31,9 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
-from blackwidow import serving
 from sources.model import Item
 from tests.component.conftest import ADMIN, SECRET, bearer
+from tests.support import served
 
 MAX_EXAMPLES = 25  # per operation, generation mode and (crawler routes) pinned id or not
 THREAD = "https://blog.example/posts/1"
@@ -50,13 +49,8 @@ FUZZ_SETTINGS = settings(
 @pytest.fixture
 def hub_url(hub_app: Flask) -> Iterator[str]:
     """The hub served by waitress on a loopback port, in a thread of this process."""
-    server: Any
-    server, url = serving.bind(hub_app, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.run, name="fuzzed-hub", daemon=True)
-    thread.start()
-    yield url
-    server.close()
-    thread.join(timeout=5)
+    with served(hub_app, "fuzzed-hub") as url:
+        yield url
 
 
 @dataclass
