@@ -6,7 +6,6 @@ need another look (`dirty`). One lock guards it all; no I/O happens while it is 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
 
 from blackwidow.monitor.node_client import NodeTarget
 from blackwidow.monitor.tracked import Tracked
@@ -30,7 +29,3 @@ class ShardMemory:
     def cursor_of(self, node_id: int) -> Cursor | None:
         with self.lock:
             return self.view.cursor(node_id)
-
-    def mark(self, crawler_ids: Iterable[int]) -> None:
-        with self.lock:
-            self.dirty.update(crawler_ids)

@@ -160,9 +160,6 @@ class Reconciler:
         lease_of: dict[int, int] = {}
         grants: dict[int, dict[str, Any]] = {}
         for user_id, owned in self._owned_of(dirty).items():
-            if user_id not in self._budget:  # came with this pass: its budget is read next
-                dirty.update(c.id for c in owned)
-                continue
             before = {c.id: c.lease for c in owned}
             budget = self._budget[user_id]
             pushed = leases.plan(budget, owned, self._placement, self._lease_horizon)
@@ -182,10 +179,7 @@ class Reconciler:
             crawler = crawlers.get(crawler_id)
             if crawler is None or crawler_id not in self._placement:
                 continue
-            budgeted = crawler.user_id in self._memory.limits
-            if budgeted and crawler_id not in lease_of:
-                continue  # no lease planned yet: it waits rather than run unbounded
-            lease = lease_of.get(crawler_id) if budgeted else None
+            lease = lease_of.get(crawler_id)  # every budgeted user's crawlers were planned
             if crawler.spec is None or crawler.spec.lease != lease:
                 crawler.spec = spec(crawler, lease, self._intake.secrets.get(crawler_id))
                 crawler.digest = crawler.spec.digest()

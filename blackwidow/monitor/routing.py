@@ -137,9 +137,6 @@ class Router:
             chosen += nodes[weights.argmax(axis=1)].tolist()
         return chosen
 
-    def route(self, key: str) -> int:
-        return self.route_many([key])[0]
-
     def rebuild(
         self, live: Sequence[int], placement: Mapping[int, tuple[str, int]]
     ) -> dict[int, int]:

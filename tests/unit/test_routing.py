@@ -207,4 +207,4 @@ def test_a_router_without_nodes_moves_nothing_and_routes_nowhere():
     router = Router("modulo")
     assert router.rebuild([], {1: ("rss:a", 4)}) == {}
     with pytest.raises(ValueError):
-        router.route("rss:a")
+        router.route_many(["rss:a"])
