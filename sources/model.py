@@ -51,6 +51,7 @@ class Item:
     conversation_id: str | None = None
     in_reply_to: str | None = None
     crawler_id: int | None = None
+    html: str | None = None  # the entry's content as published, sanitised; None where it has none
 
     def for_crawler(self, crawler_id: int) -> Item:
         return dataclasses.replace(self, crawler_id=crawler_id)
