@@ -6,6 +6,7 @@ name or on which shard a source key belongs to.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -50,6 +51,7 @@ class Shard:
 ALL = Shard()
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a node asks for each of its keys at every sharded poll
 def shard_of(source_key: str, shards: int) -> int:
     """The monitor shard of a source key: equal keys share a shard, so they keep sharing a
     data source. Salted, so shards do not line up with modulo routing's choice of node."""

@@ -1,7 +1,8 @@
 """The pool: a node's map of source key -> data source and crawler id -> subscriber.
 
 A data source starts with its first subscriber and stops with its last, so every crawler
-asking for the same thing on a node shares one fetch or one connection.
+asking for the same thing on a node shares one fetch or one connection. What changed since a
+poll's cursor is told by change numbers (sources.changes), so a poll costs what changed.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sources.changes import ChangeCounter
 from sources.keys import source_key
 from sources.model import DataSource, Item, SubscriberSpec
 from sources.subscriber import BUFFER_ITEMS, ItemSink, Subscriber
@@ -22,6 +24,19 @@ log = logging.getLogger(__name__)
 
 OpenSource = Callable[[str, SubscriberSpec], DataSource]
 KeyFilter = Callable[[str], bool] | None  # picks data sources by source key
+
+
+@dataclass
+class Changes:
+    """A poll's answer from the pool: what changed after its cursor, or everything (`full`)."""
+
+    stream: str  # the change counter's name, and
+    number: int  # its number: the next poll's cursor
+    full: bool
+    subscribers: list[dict[str, Any]]
+    data_sources: list[dict[str, Any]]
+    removed: list[int]
+    removed_data_sources: list[str]
 
 
 @dataclass
@@ -36,6 +51,7 @@ class _Shared:
     delivered: Counter[int] = field(default_factory=Counter)
     error: str | None = None  # the source's own trouble, shown on every subscriber
     crawler_errors: dict[int, str] = field(default_factory=dict)  # one subscriber's trouble
+    stamp: int = 0  # the number of its latest change (sources.changes)
 
     def error_for(self, crawler_id: int) -> str | None:
         return self.error or self.crawler_errors.get(crawler_id)
@@ -52,13 +68,15 @@ class _PoolSink:
         members = self._pool.members(self._shared, to)
         for user_id in {subscriber.spec.user_id for subscriber in members}:
             self._shared.delivered[user_id] += len(items)
+        self._pool.changes_of.mark(self._shared)
         for subscriber in members:
             subscriber.offer(items)
 
     def report_error(self, message: str | None, to: Collection[int] | None = None) -> None:
         shared = self._shared
-        if to is None:
+        if to is None and shared.error != message:
             shared.error = message
+            self._pool.changes_of.mark(shared)
         for crawler_id in to or ():
             if message is None:
                 shared.crawler_errors.pop(crawler_id, None)
@@ -76,6 +94,9 @@ class DataSourcePool:
         self._lock = threading.RLock()
         self._sources: dict[str, _Shared] = {}
         self._subscribers: dict[int, tuple[str, Subscriber]] = {}
+        self._failing: set[Subscriber] = set()  # those whose store write waits for a retry
+        self._failing_lock = threading.Lock()  # taken inside a subscriber's, never around one
+        self.changes_of = ChangeCounter()
         self.started = 0  # subscribers created so far; an update in place does not count
 
     def put(self, spec: SubscriberSpec, now: float) -> dict[str, Any]:
@@ -95,7 +116,14 @@ class DataSourcePool:
             else:
                 if current:  # a new query means a new data source; the subscriber's count stays
                     to_stop += self._detach(spec.crawler_id)
-                subscriber = Subscriber(spec, self._sink, confirmed_at=now, buffer=self._buffer)
+                subscriber = Subscriber(
+                    spec,
+                    self._sink,
+                    confirmed_at=now,
+                    changes=self.changes_of,
+                    on_failing=self._retry_later,
+                    buffer=self._buffer,
+                )
                 self.started += 1
                 shared, started = self._attach(key, spec, subscriber, to_stop)
                 status = None
@@ -121,6 +149,7 @@ class DataSourcePool:
         else:
             to_stop += self._reopen_for(shared, key, spec)
         shared.crawler_ids.add(spec.crawler_id)
+        self.changes_of.mark(shared)
         subscriber.source_error = shared.error
         self._subscribers[spec.crawler_id] = (key, subscriber)
         shared.source.attach(spec)
@@ -164,15 +193,21 @@ class DataSourcePool:
         entry = self._subscribers.pop(crawler_id, None)
         if entry is None:
             return []
-        entry[1].close()
-        shared = self._sources[entry[0]]
+        key, subscriber = entry
+        subscriber.close()
+        with self._failing_lock:
+            self._failing.discard(subscriber)
+        self.changes_of.removed(key, crawler_id)
+        shared = self._sources[key]
         shared.crawler_ids.discard(crawler_id)
         shared.crawler_errors.pop(crawler_id, None)
         shared.source.detach(crawler_id)
         if shared.crawler_ids:
+            self.changes_of.mark(shared)
             return []
-        del self._sources[entry[0]]
-        log.info("data source stopped key=%s", entry[0])
+        del self._sources[key]
+        self.changes_of.removed(key)
+        log.info("data source stopped key=%s", key)
         return [shared.source]
 
     @staticmethod
@@ -187,11 +222,11 @@ class DataSourcePool:
                 if crawler_id in self._subscribers:
                     self._subscribers[crawler_id][1].confirmed_at = now
 
-    def orphans(self, now: float, orphan_after: float) -> list[int]:
+    def unconfirmed(self, before: float) -> list[tuple[int, str]]:
+        """(crawler id, source key) of the subscribers last confirmed before `before`."""
         with self._lock:
-            return [
-                c for c, (_, s) in self._subscribers.items() if now - s.confirmed_at > orphan_after
-            ]
+            entries = self._subscribers.items()
+            return [(c, key) for c, (key, s) in entries if s.confirmed_at < before]
 
     def clear(self) -> None:
         """Drop every subscriber and stop every data source (a detached node)."""
@@ -201,34 +236,100 @@ class DataSourcePool:
                 subscriber.close()
             self._sources.clear()
             self._subscribers.clear()
+            with self._failing_lock:
+                self._failing.clear()
+            self.changes_of = ChangeCounter()  # a new stream: every poller gets everything
         self._stop_all(to_stop)
+
+    def _retry_later(self, subscriber: Subscriber) -> None:
+        with self._failing_lock:
+            self._failing.add(subscriber)
 
     def retry_writes(self) -> None:
         """Give every subscriber whose store write failed its due retry. The node calls this
-        five times a second: the others cost a look at one flag, not a lock and a write."""
-        with self._lock:
-            subscribers = [s for _, s in self._subscribers.values() if s.failing]
+        five times a second; it costs the failing subscribers, not all of them."""
+        with self._failing_lock:
+            subscribers = list(self._failing)
         for subscriber in subscribers:
             subscriber.retry()
+            with self._failing_lock:
+                if not subscriber.failing:  # it marks itself failing before it asks back in
+                    self._failing.discard(subscriber)
 
-    def statuses(self, keys: KeyFilter = None) -> list[dict[str, Any]]:
-        """Every subscriber's status, or those whose source key passes `keys`."""
+    def statuses(self) -> list[dict[str, Any]]:
+        """Every subscriber's status."""
         with self._lock:
-            subscribers = [s for key, s in self._subscribers.values() if keys is None or keys(key)]
+            subscribers = [s for _, s in self._subscribers.values()]
         return [s.status() for s in subscribers]
 
-    def data_sources(self, keys: KeyFilter = None) -> list[dict[str, Any]]:
-        """Every data source, or those whose source key passes `keys`."""
+    def data_sources(self) -> list[dict[str, Any]]:
+        """Every data source."""
         with self._lock:
-            return [
-                {
-                    "key": key,
-                    "source": shared.source_type,
-                    "subscribers": len(shared.crawler_ids),
-                    "error": shared.error,
-                    "run": shared.run,
-                    "delivered": {str(user): n for user, n in shared.delivered.items()},
-                }
-                for key, shared in sorted(self._sources.items())
-                if keys is None or keys(key)
+            return [_described(key, shared) for key, shared in sorted(self._sources.items())]
+
+    def changes(self, stream: str, since: int, keys: KeyFilter = None) -> Changes:
+        """What changed after change `since` of `stream` among the subscribers and data
+        sources whose source key passes `keys`: everything for another stream (a first poll,
+        or one of a node that since restarted or detached) or for a number too old."""
+        owned = keys or _everything
+        with self._lock:
+            counter = self.changes_of
+            number = counter.number()
+            removals = counter.removals_after(since, number) if stream == counter.stream else None
+            after = since if removals is not None else 0
+            subscribers = [
+                s for key, s in self._subscribers.values() if s.stamp > after and owned(key)
             ]
+            sources = [
+                _described(key, shared)
+                for key, shared in self._sources.items()
+                if shared.stamp > after and owned(key)
+            ]
+            gone = [r for r in removals or () if owned(r.source_key)]
+            removed = {
+                r.crawler_id: None
+                for r in gone
+                if r.crawler_id is not None and not self._holds(r.crawler_id, owned)
+            }
+            removed_sources = {
+                r.source_key: None
+                for r in gone
+                if r.crawler_id is None and r.source_key not in self._sources
+            }
+        statuses = [s.status() for s in subscribers]
+        full = removals is None
+        return Changes(
+            counter.stream, number, full, statuses, sources, list(removed), list(removed_sources)
+        )
+
+    def _holds(self, crawler_id: int, owned: Callable[[str], bool]) -> bool:
+        """Whether a subscriber of this id is here under a source key `owned` passes (a
+        crawler whose query changed is removed from one key and added under another)."""
+        entry = self._subscribers.get(crawler_id)
+        return entry is not None and owned(entry[0])
+
+    def counts(self, keys: KeyFilter = None) -> tuple[int, int]:
+        """(subscribers, data sources) whose source key passes `keys`."""
+        with self._lock:
+            if keys is None:
+                return len(self._subscribers), len(self._sources)
+            return (
+                sum(1 for key, _ in self._subscribers.values() if keys(key)),
+                sum(1 for key in self._sources if keys(key)),
+            )
+
+
+def _everything(source_key: str) -> bool:
+    return True
+
+
+def _described(key: str, shared: _Shared) -> dict[str, Any]:
+    """A data source as a poll and a node's health show it."""
+    return {
+        "key": key,
+        "source": shared.source_type,
+        "subscribers": len(shared.crawler_ids),
+        "error": shared.error,
+        "run": shared.run,
+        "delivered": {str(user): n for user, n in shared.delivered.items()},
+    }

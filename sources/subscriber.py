@@ -6,6 +6,9 @@ crawler's item limit and the user-budget lease — so limits hold exactly, item 
 When the store (or the queue behind it) does not answer, it keeps what it was given in a
 bounded buffer and retries with backoff; once the buffer is full, `offer` blocks, so the data
 source stops taking items (backpressure) and nothing it handed over is dropped.
+
+Each change to its status is numbered by the pool's change counter (sources.changes), so a
+poll of the node reports only the subscribers that changed since the last one.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from sources.backoff import doubling_delay
+from sources.changes import ChangeCounter
 from sources.filters import keyword_matcher, matches
 from sources.model import Item, SubscriberSpec
 
@@ -43,6 +47,8 @@ class Subscriber:
         spec: SubscriberSpec,
         sink: ItemSink,
         confirmed_at: float,
+        changes: ChangeCounter,
+        on_failing: Callable[[Subscriber], None],
         buffer: int = BUFFER_ITEMS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -50,6 +56,9 @@ class Subscriber:
         self._sink = sink
         self._buffer = buffer
         self._clock = clock
+        self._changes = changes
+        self._on_failing = on_failing  # told when a write fails, so retries need no scan
+        self.stamp = 0
         self._held: deque[Item] = deque()
         self._closed = False
         self._failing = False
@@ -60,11 +69,12 @@ class Subscriber:
         self.items_collected: int | None = None  # None until the store has told us
         self.dropped = 0
         self.last_error: str | None = None
-        self.source_error: str | None = None
+        self._source_error: str | None = None
         self.confirmed_at = confirmed_at
         self._apply(spec)
         with self._cond:
             self._load_count()
+            self._changed()
 
     def _apply(self, spec: SubscriberSpec) -> None:
         self.spec = spec
@@ -72,6 +82,22 @@ class Subscriber:
         self._pattern = keyword_matcher(spec.query.get("keywords", ()))
         days = spec.retention_days
         self._ttl = days * DAY_SECONDS if days else None
+        self._changed()
+
+    def _changed(self) -> None:
+        """Number a change to the status; called after the change is made."""
+        self._changes.mark(self)
+
+    @property
+    def source_error(self) -> str | None:
+        """The data source's trouble, as it concerns this subscriber (set by the pool)."""
+        return self._source_error
+
+    @source_error.setter
+    def source_error(self, message: str | None) -> None:
+        if message != self._source_error:
+            self._source_error = message
+            self._changed()
 
     def update(self, spec: SubscriberSpec) -> None:
         """Take a changed spec in place: the count, the held items and the source stay."""
@@ -88,6 +114,7 @@ class Subscriber:
         wanted = [i.for_crawler(self.spec.crawler_id) for i in items if matches(self._pattern, i)]
         with self._cond:
             self.delivered += len(items)
+            self._changed()
             if not wanted:
                 return
             while self._failing and len(self._held) >= self._buffer and not self._closed:
@@ -159,6 +186,7 @@ class Subscriber:
                 self._held.popleft()
         if self.state == "limit_reached":
             self._held.clear()
+        self._changed()
         self._cond.notify_all()
 
     def _drop_beyond_buffer(self) -> None:
@@ -168,6 +196,7 @@ class Subscriber:
             for _ in range(excess):
                 self._held.popleft()
             self.dropped += excess
+            self._changed()
 
     def _failed(self, error: Exception) -> None:
         if not self._failing:
@@ -176,6 +205,8 @@ class Subscriber:
         self._failures += 1
         self._retry_at = self._clock() + doubling_delay(self._failures)
         self.last_error = f"store: {error}"
+        self._changed()
+        self._on_failing(self)
 
     def _recovered(self) -> None:
         if self._failing:

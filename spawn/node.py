@@ -13,7 +13,6 @@ from typing import Any
 
 from blackwidow.node_protocol import Cursor, Shard
 from sources.pool import DataSourcePool
-from spawn.report import ChangeLog
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +32,7 @@ class Node:
         self.last_polled_at = clock()
         self._lock = threading.Lock()
         self.registered = threading.Event()
-        self._reports: dict[Shard, ChangeLog] = {}  # one change log per polling shard
-        self._report_lock = threading.Lock()
+        self._shard_polled_at: dict[Shard, float] = {}  # a shard's poll confirms its subscribers
         self._epochs: dict[Shard, int] = {}  # the newest leader epoch heard, per shard
 
     def mark_registered(self, node_id: int, generation: int) -> None:
@@ -46,13 +44,6 @@ class Node:
         self.registered.set()
         log.info("node registered node=%s generation=%s", node_id, generation)
 
-    def polled(self, assigned: Iterable[int]) -> None:
-        """A poll from the hub: the node is attached, and these subscribers are still wanted."""
-        now = self.clock()
-        with self._lock:
-            self.last_polled_at = now
-        self.pool.confirm(assigned, now)
-
     def answer_poll(
         self, shard: Shard, since: Cursor | None, assigned: Iterable[int] | None = None
     ) -> dict[str, Any]:
@@ -60,24 +51,48 @@ class Node:
         since `since`. The poll confirms every subscriber of the shard (the hub wants what it
         does not remove, and a shard whose leader stops polling leaves orphans behind), or
         only those `assigned` when the hub names them."""
-        with self._report_lock:
-            log = self._reports.setdefault(shard, ChangeLog())
-            statuses = self.pool.statuses(shard.owns)
-            sources = self.pool.data_sources(shard.owns)
-            current = {("s", s["crawler_id"]): s for s in statuses}
-            current.update({("d", d["key"]): d for d in sources})
-            answer = log.report(current, since)
-        confirmed = [s["crawler_id"] for s in statuses] if assigned is None else assigned
-        self.polled(confirmed)
+        keys = None if shard.count == 1 else shard.owns
+        since = since or Cursor("", 0)  # no stream has an empty name: everything
+        changes = self.pool.changes(since.stream, since.seq, keys)
+        self._polled(shard, assigned)
+        subscribers, data_sources = self.pool.counts(keys)
         return {
-            "cursor": str(answer.cursor),
-            "full": answer.full,
-            "subscribers": [v for v in answer.changed if "crawler_id" in v],
-            "data_sources": [v for v in answer.changed if "crawler_id" not in v],
-            "removed": [key[1] for key in answer.removed if key[0] == "s"],
-            "removed_data_sources": [key[1] for key in answer.removed if key[0] == "d"],
-            "totals": {"subscribers": len(statuses), "data_sources": len(sources)},
+            "cursor": str(Cursor(changes.stream, changes.number)),
+            "full": changes.full,
+            "subscribers": changes.subscribers,
+            "data_sources": changes.data_sources,
+            "removed": changes.removed,
+            "removed_data_sources": changes.removed_data_sources,
+            "totals": {"subscribers": subscribers, "data_sources": data_sources},
         }
+
+    def _polled(self, shard: Shard, assigned: Iterable[int] | None) -> None:
+        now = self.clock()
+        with self._lock:
+            self.last_polled_at = now
+            if assigned is None:
+                self._shard_polled_at[shard] = now
+        if assigned is not None:
+            self.pool.confirm(assigned, now)
+
+    def orphans(self, orphan_after: float) -> list[int]:
+        """Subscribers that no poll has wanted for `orphan_after`: neither named by one nor
+        of a shard polled since. A subscriber a shard poll still covers is confirmed at that
+        poll's time, so it is looked at again only `orphan_after` later."""
+        cutoff = self.clock() - orphan_after
+        with self._lock:
+            polls = [(shard, at) for shard, at in self._shard_polled_at.items() if at >= cutoff]
+        orphans: list[int] = []
+        confirmed: dict[float, list[int]] = {}
+        for crawler_id, key in self.pool.unconfirmed(cutoff):
+            at = max((at for shard, at in polls if shard.owns(key)), default=None)
+            if at is None:
+                orphans.append(crawler_id)
+            else:
+                confirmed.setdefault(at, []).append(crawler_id)
+        for at, crawler_ids in confirmed.items():
+            self.pool.confirm(crawler_ids, at)
+        return orphans
 
     def admit_epoch(self, shard: Shard, epoch: int) -> bool:
         """Whether a call from a leader of this epoch may act: a leader that lost its lock

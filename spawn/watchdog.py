@@ -19,7 +19,7 @@ def check(node: Node, orphan_after: float, detach_after: float) -> None:
     if node.silent_for() > detach_after:
         node.detach(f"not polled for {node.silent_for():.1f}s")
         return
-    for crawler_id in node.pool.orphans(node.clock(), orphan_after):
+    for crawler_id in node.orphans(orphan_after):
         log.warning("orphan subscriber dropped crawler=%s", crawler_id)
         node.pool.delete(crawler_id)
 

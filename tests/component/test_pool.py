@@ -260,24 +260,25 @@ def test_a_subscriber_counts_what_its_crawler_already_stored(
     assert len(from_feed) == 2
 
 
-def test_orphans_are_subscribers_the_hub_has_not_confirmed_lately(
+def test_unconfirmed_are_subscribers_the_hub_has_not_confirmed_lately(
     pool: DataSourcePool, feeds: FeedServer
 ) -> None:
     url = feed(feeds, "news")
     pool.put(spec(1, [url]), now=100.0)
     pool.put(spec(2, [url]), now=105.0)
+    key = source_key("rss", {"feeds": [url]})
 
-    assert pool.orphans(now=112.0, orphan_after=10.0) == [1]
-    assert pool.orphans(now=110.0, orphan_after=10.0) == []
+    assert pool.unconfirmed(before=102.0) == [(1, key)]
+    assert pool.unconfirmed(before=100.0) == []
 
     pool.confirm([1, 999], now=112.0)  # an id the node does not hold is ignored
 
-    assert pool.orphans(now=112.0, orphan_after=10.0) == []
-    assert pool.orphans(now=116.0, orphan_after=10.0) == [2]
-    assert sorted(pool.orphans(now=123.0, orphan_after=10.0)) == [1, 2]
+    assert pool.unconfirmed(before=102.0) == []
+    assert pool.unconfirmed(before=106.0) == [(2, key)]
+    assert sorted(pool.unconfirmed(before=113.0)) == [(1, key), (2, key)]
 
     pool.put(spec(2, [url]), now=120.0)  # a push confirms too
-    assert pool.orphans(now=123.0, orphan_after=10.0) == [1]
+    assert pool.unconfirmed(before=113.0) == [(1, key)]
 
 
 def test_a_crawlers_retention_becomes_its_items_expiry(
@@ -294,3 +295,71 @@ def test_a_crawlers_retention_becomes_its_items_expiry(
     assert expiries[2] is None
     left = datetime.fromisoformat(expiries[1]) - datetime.now(UTC)
     assert timedelta(days=1, hours=23) < left <= timedelta(days=2)
+
+
+def collecting(pool: DataSourcePool, *crawler_ids: int) -> None:
+    """Wait until every named subscriber has stored its feed's items (then nothing changes)."""
+    wait_until(
+        lambda: all((status(pool, c)["items_collected"] or 0) > 0 for c in crawler_ids),
+        timeout=10,
+    )
+
+
+def test_changes_after_a_cursor_are_what_changed_and_what_went(
+    pool: DataSourcePool, feeds: FeedServer
+) -> None:
+    a, b = feed(feeds, "alpha"), feed(feeds, "beta")
+    for crawler_id, url in ((1, a), (2, a), (3, b)):
+        pool.put(spec(crawler_id, [url]), now=0.0)
+    collecting(pool, 1, 2, 3)
+    first = pool.changes("", 0)
+    assert first.full
+    assert sorted(s["crawler_id"] for s in first.subscribers) == [1, 2, 3]
+    quiet = pool.changes(first.stream, first.number)
+    assert (quiet.full, quiet.subscribers, quiet.data_sources, quiet.removed) == (
+        False,
+        [],
+        [],
+        [],
+    )
+
+    pool.delete(3)
+    pool.put(spec(4, [a]), now=0.0)  # takes what the source has at once
+
+    for _ in range(2):  # an answer the hub never applied is given again
+        changed = pool.changes(first.stream, first.number)
+        assert [s["crawler_id"] for s in changed.subscribers] == [4]
+        assert [(d["key"], d["subscribers"]) for d in changed.data_sources] == [
+            (key_of(spec(4, [a])), 3)
+        ]
+        assert (changed.removed, changed.removed_data_sources) == ([3], [key_of(spec(3, [b]))])
+
+
+def test_a_crawler_moved_to_another_query_is_removed_only_where_its_key_no_longer_passes(
+    pool: DataSourcePool, feeds: FeedServer
+) -> None:
+    a, b = feed(feeds, "alpha"), feed(feeds, "beta")
+    pool.put(spec(1, [a]), now=0.0)
+    collecting(pool, 1)
+    base = pool.changes("", 0)
+
+    pool.put(spec(1, [b]), now=0.0)
+
+    old_key, new_key = key_of(spec(1, [a])), key_of(spec(1, [b]))
+    where_it_was = pool.changes(base.stream, base.number, keys=lambda key: key == old_key)
+    where_it_is = pool.changes(base.stream, base.number, keys=lambda key: key == new_key)
+    assert (where_it_was.subscribers, where_it_was.removed) == ([], [1])
+    assert ([s["crawler_id"] for s in where_it_is.subscribers], where_it_is.removed) == ([1], [])
+
+
+def test_a_cursor_of_another_stream_or_of_a_cleared_pool_gets_everything(
+    pool: DataSourcePool, feeds: FeedServer
+) -> None:
+    pool.put(spec(1, [feed(feeds, "alpha")]), now=0.0)
+    base = pool.changes("", 0)
+
+    assert pool.changes("another-stream", base.number).full
+    pool.clear()
+    pool.put(spec(2, [feed(feeds, "beta")]), now=0.0)
+    after_clear = pool.changes(base.stream, base.number)
+    assert after_clear.full and [s["crawler_id"] for s in after_clear.subscribers] == [2]
