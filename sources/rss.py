@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import logging
 import threading
 import time
@@ -22,7 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sources import due
-from sources.fetcher import FetchError, GuardedFetcher, HttpStatusError
+from sources.fetcher import FetchError, FetchResult, GuardedFetcher, HttpStatusError
 from sources.model import DEFAULT_PRIORITY, PRIORITIES, Item, SourceSink, SubscriberSpec
 from sources.rss_parse import FeedError, parse_feed
 from sources.scheduler import FetchScheduler, NextPoll
@@ -30,8 +31,8 @@ from sources.urls import canonical_url
 
 log = logging.getLogger(__name__)
 
-_ASKS_TO_WAIT = (429, 503)
-_NOTHING_YET = object()  # statuses whose Retry-After is honoured
+_ASKS_TO_WAIT = (429, 503)  # statuses whose Retry-After is honoured
+_NOTHING_YET = object()
 
 
 @dataclass(eq=False)  # compared by identity: each feed of each source is its own schedule entry
@@ -48,6 +49,7 @@ class _Feed:
     lifetime: float | None = None  # the server's max-age or Expires on its last answer
     items: list[Item] = field(default_factory=list)
     delivered_ids: set[str] = field(default_factory=set)
+    delivered_digest: bytes | None = None  # of the last document whose items were delivered
 
     def conditional_headers(self) -> dict[str, str]:
         headers = {}
@@ -194,17 +196,29 @@ class RssSource:
         feed.lifetime = due.lifetime(result.headers, fetched_at)
         if result.status == 304:
             return
+        digest = hashlib.blake2b(result.body, digest_size=16).digest()
+        if digest != feed.delivered_digest:  # servers without validators resend the same bytes
+            if not self._parse_and_deliver(feed, result, fetched_at, sink):
+                return
+            feed.delivered_digest = digest
+        # Validators are kept only once the items are delivered: a 304 must never hide
+        # items that a failed delivery did not pass on.
+        feed.etag = result.headers.get("ETag")
+        feed.last_modified = result.headers.get("Last-Modified")
+
+    def _parse_and_deliver(
+        self, feed: _Feed, result: FetchResult, fetched_at: datetime, sink: SourceSink
+    ) -> bool:
+        """Parse a changed document and deliver its new items; False when the source was
+        stopped meanwhile (its subscribers are gone, and nothing is delivered)."""
         with self._parse_slot():
             items, feed.ttl = parse_feed(result.body, result.url, fetched_at)
         with self._items_lock:
             feed.items = items
         if self._scheduler is not None and self._running is None:
-            return  # stopped while fetching: its subscribers are gone
+            return False
         self._deliver_new(feed, items, sink)
-        # Validators are kept only once the items are delivered: a 304 must never hide
-        # items that a failed delivery did not pass on.
-        feed.etag = result.headers.get("ETag")
-        feed.last_modified = result.headers.get("Last-Modified")
+        return True
 
     def _parse_slot(self) -> AbstractContextManager[Any]:
         running = self._running

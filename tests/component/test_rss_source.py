@@ -7,9 +7,11 @@ from collections.abc import Collection, Iterator, Sequence
 
 import pytest
 
+import sources.rss
 from sources.fetcher import GuardedFetcher
 from sources.model import Item
 from sources.rss import RssSource
+from sources.rss_parse import parse_feed
 from tests.servers.hostile_http import HostileServer
 from tests.support import FakeClock, SinkRecorder
 
@@ -205,3 +207,25 @@ def test_the_thread_polls_until_stopped(server: HostileServer) -> None:
 
     assert recorder.ids(0) == ["urn:atom:1", "urn:atom:2"]
     assert "rss-source-key-2" not in {thread.name for thread in threading.enumerate()}
+
+
+def test_the_same_document_again_without_validators_is_not_parsed_again(
+    server: HostileServer, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parsed: list[str] = []
+
+    def counted_parse(body: bytes, url: str, *args: object) -> object:
+        parsed.append(url)
+        return parse_feed(body, url, *args)
+
+    monkeypatch.setattr(sources.rss, "parse_feed", counted_parse)  # a spy on the real parser
+    recorder = RecordingSink()
+    source = rss_source(clock, server.url("/data/rss_guid.xml"))
+    source.poll_due(recorder)
+
+    clock.now = INTERVAL
+    source.poll_due(recorder)
+
+    assert len(server.requests_to("/data/rss_guid.xml")) == 2
+    assert len(parsed) == 1
+    assert len(recorder.batches) == 1 and recorder.errors == [None, None]
