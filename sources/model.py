@@ -11,7 +11,7 @@ import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 # A crawler's priority, by name, and the weight a node's fetch scheduler gives it.
 PRIORITIES: dict[str, int] = {"low": 1, "normal": 2, "high": 4}
@@ -119,12 +119,22 @@ class SourceSink(Protocol):
     """Where a data source sends what it finds; the pool fans items out to subscribers.
 
     `to` names the crawlers the items or the error are for (a stream routing by rule
-    tags); None means every subscriber of the source.
+    tags); None means every subscriber of the source. `failing` says the whole source gets
+    nothing (every feed fails), which its crawlers show as their state.
     """
 
     def deliver(self, items: Sequence[Item], to: Collection[int] | None = None) -> None: ...
 
-    def report_error(self, message: str | None, to: Collection[int] | None = None) -> None: ...
+    def report_error(
+        self, message: str | None, to: Collection[int] | None = None, failing: bool = False
+    ) -> None: ...
+
+
+@runtime_checkable
+class ReportsFeeds(Protocol):
+    """A data source made of feeds, each with a health of its own to show."""
+
+    def feeds(self) -> list[dict[str, Any]]: ...
 
 
 class DataSource(Protocol):

@@ -17,7 +17,7 @@ from typing import Any
 
 from sources.changes import ChangeCounter
 from sources.keys import source_key
-from sources.model import DataSource, Item, SubscriberSpec
+from sources.model import DataSource, Item, ReportsFeeds, SubscriberSpec
 from sources.subscriber import BUFFER_ITEMS, ItemSink, Subscriber
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,7 @@ class _Shared:
     credential: dict[str, Any] | None = field(default=None, repr=False)  # pushed, if any
     delivered: Counter[int] = field(default_factory=Counter)
     error: str | None = None  # the source's own trouble, shown on every subscriber
+    failing: bool = False  # the source gets nothing at all
     crawler_errors: dict[int, str] = field(default_factory=dict)  # one subscriber's trouble
     stamp: int = 0  # the number of its latest change (sources.changes)
 
@@ -72,10 +73,12 @@ class _PoolSink:
         for subscriber in members:
             subscriber.offer(items)
 
-    def report_error(self, message: str | None, to: Collection[int] | None = None) -> None:
+    def report_error(
+        self, message: str | None, to: Collection[int] | None = None, failing: bool = False
+    ) -> None:
         shared = self._shared
-        if to is None and shared.error != message:
-            shared.error = message
+        if to is None and (shared.error, shared.failing) != (message, failing):
+            shared.error, shared.failing = message, failing
             self._pool.changes_of.mark(shared)
         for crawler_id in to or ():
             if message is None:
@@ -83,7 +86,7 @@ class _PoolSink:
             else:
                 shared.crawler_errors[crawler_id] = message
         for subscriber in self._pool.members(shared, to):
-            subscriber.source_error = shared.error_for(subscriber.spec.crawler_id)
+            subscriber.source_trouble(shared.error_for(subscriber.spec.crawler_id), shared.failing)
 
 
 class DataSourcePool:
@@ -150,7 +153,7 @@ class DataSourcePool:
             to_stop += self._reopen_for(shared, key, spec)
         shared.crawler_ids.add(spec.crawler_id)
         self.changes_of.mark(shared)
-        subscriber.source_error = shared.error
+        subscriber.source_trouble(shared.error, shared.failing)
         self._subscribers[spec.crawler_id] = (key, subscriber)
         shared.source.attach(spec)
         if started:
@@ -255,6 +258,16 @@ class DataSourcePool:
             with self._failing_lock:
                 if not subscriber.failing:  # it marks itself failing before it asks back in
                     self._failing.discard(subscriber)
+
+    def detail(self, crawler_id: int) -> dict[str, Any] | None:
+        """One subscriber's status, with its feeds' health when its data source has feeds."""
+        with self._lock:
+            entry = self._subscribers.get(crawler_id)
+            if entry is None:
+                return None
+            source = self._sources[entry[0]].source
+        feeds = source.feeds() if isinstance(source, ReportsFeeds) else None
+        return {**entry[1].status(), "feeds": feeds}
 
     def statuses(self) -> list[dict[str, Any]]:
         """Every subscriber's status."""

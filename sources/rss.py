@@ -18,13 +18,20 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from sources import due
 from sources.fetcher import FetchError, FetchResult, GuardedFetcher, HttpStatusError
-from sources.model import DEFAULT_PRIORITY, PRIORITIES, Item, SourceSink, SubscriberSpec
+from sources.model import (
+    DEFAULT_PRIORITY,
+    PRIORITIES,
+    Item,
+    SourceSink,
+    SubscriberSpec,
+    utc_text,
+)
 from sources.rss_parse import FeedError, parse_feed
 from sources.scheduler import FetchScheduler, NextPoll
 from sources.urls import canonical_url
@@ -32,7 +39,6 @@ from sources.urls import canonical_url
 log = logging.getLogger(__name__)
 
 _ASKS_TO_WAIT = (429, 503)  # statuses whose Retry-After is honoured
-_NOTHING_YET = object()
 
 
 @dataclass(eq=False)  # compared by identity: each feed of each source is its own schedule entry
@@ -41,8 +47,12 @@ class _Feed:
 
     url: str
     next_poll_at: float = float("-inf")
-    failures: int = 0
+    failures: int = 0  # the error streak
     error: str | None = None
+    fetched_at: datetime | None = None  # when it was last fetched (or tried)
+    status: int | None = None  # the last HTTP status; None when no answer came
+    succeeded_at: datetime | None = None
+    entries: int | None = None  # entries in the last document parsed
     etag: str | None = None
     last_modified: str | None = None
     ttl: float | None = None
@@ -50,6 +60,20 @@ class _Feed:
     items: list[Item] = field(default_factory=list)
     delivered_ids: set[str] = field(default_factory=set)
     delivered_digest: bytes | None = None  # of the last document whose items were delivered
+
+    def health(self, now: float, now_at: datetime) -> dict[str, Any]:
+        """What an analyst sees of this feed; `now` on the source's clock, `now_at` in UTC."""
+        due_in = max(0.0, self.next_poll_at - now)  # -inf: never fetched yet, due now
+        return {
+            "url": self.url,
+            "last_fetch_at": self.fetched_at and utc_text(self.fetched_at),
+            "last_status": self.status,
+            "last_success_at": self.succeeded_at and utc_text(self.succeeded_at),
+            "error": self.error,
+            "error_streak": self.failures,
+            "next_due_at": utc_text(now_at + timedelta(seconds=due_in)),
+            "entries": self.entries,
+        }
 
     def conditional_headers(self) -> dict[str, str]:
         headers = {}
@@ -84,7 +108,7 @@ class RssSource:
         self._scheduler = scheduler  # the node's; None: the source runs one of its own
         self._running: FetchScheduler | None = None  # where the feeds are scheduled, once started
         self._weights: dict[int, int] = {}  # crawler id -> weight of its priority
-        self._reported: str | object | None = _NOTHING_YET  # the last error report, if any
+        self._reported: tuple[str | None, bool] | None = None  # the last error report, if any
 
     def start(self, sink: SourceSink) -> None:
         """Schedule every feed, due now, delivering to `sink` until stop()."""
@@ -127,6 +151,11 @@ class RssSource:
         if self._running is not None:
             self._running.reweigh(self._feeds, self._weight())
 
+    def feeds(self) -> list[dict[str, Any]]:
+        """Each feed's health: last fetch and status, last success, error streak, next due."""
+        now, now_at = self._clock(), datetime.now(UTC)
+        return [feed.health(now, now_at) for feed in self._feeds]
+
     def snapshot(self) -> list[Item]:
         """The items of the latest successful parse of every feed."""
         with self._items_lock:
@@ -148,28 +177,34 @@ class RssSource:
                 self._poll(feed, sink, now) for feed in self._feeds if feed.next_poll_at <= now
             ]
             if polled:
-                sink.report_error(self._errors())
+                sink.report_error(self._errors(), failing=self._failing())
 
     def _scheduled_poll(self, feed: _Feed, sink: SourceSink, now: float) -> NextPoll:
         """The scheduler's job for one feed: poll it, report, say when it is next due."""
         if self._running is None:  # stopped: no request, and the entry is gone already
             return NextPoll(now)
         self._poll(feed, sink, now)
-        errors = self._errors()
-        if self._running is not None and errors != self._reported:
+        report = (self._errors(), self._failing())
+        if self._running is not None and report != self._reported:
             # only a change is news: subscribers that join later are told by the pool
-            self._reported = errors
-            sink.report_error(errors)
+            self._reported = report
+            sink.report_error(report[0], failing=report[1])
         return NextPoll(feed.next_poll_at, retry=feed.failures > 0)
 
     def _errors(self) -> str | None:
         return "; ".join(f"{feed.url}: {feed.error}" for feed in self._feeds if feed.error) or None
 
+    def _failing(self) -> bool:
+        """Every feed failed its last fetch: the source gets nothing at all."""
+        return all(feed.error for feed in self._feeds)
+
     def _poll(self, feed: _Feed, sink: SourceSink, now: float) -> None:
         """Fetch, parse and deliver one feed; any failure becomes the feed's error and a backoff."""
+        feed.fetched_at, feed.status = datetime.now(UTC), None
         try:
             self._fetch_and_deliver(feed, sink)
         except HttpStatusError as error:
+            feed.status = error.status
             asked = None
             if error.status in _ASKS_TO_WAIT:
                 asked = due.retry_after(error.headers, datetime.now(UTC))
@@ -182,7 +217,7 @@ class RssSource:
             self._failed(feed, now, f"unexpected {type(error).__name__}")
             log.exception("feed failed url=%s reason=unexpected", feed.url)
         else:
-            feed.failures, feed.error = 0, None
+            feed.failures, feed.error, feed.succeeded_at = 0, None, feed.fetched_at
             feed.next_poll_at = due.after_success(now, self._interval, feed.ttl, feed.lifetime)
 
     def _failed(self, feed: _Feed, now: float, reason: str, asked: float | None = None) -> None:
@@ -192,7 +227,7 @@ class RssSource:
 
     def _fetch_and_deliver(self, feed: _Feed, sink: SourceSink) -> None:
         result = self._fetcher.get(feed.url, feed.conditional_headers())
-        fetched_at = datetime.now(UTC)
+        fetched_at, feed.status = datetime.now(UTC), result.status
         feed.lifetime = due.lifetime(result.headers, fetched_at)
         if result.status == 304:
             return
@@ -213,6 +248,7 @@ class RssSource:
         stopped meanwhile (its subscribers are gone, and nothing is delivered)."""
         with self._parse_slot():
             items, feed.ttl = parse_feed(result.body, result.url, fetched_at)
+        feed.entries = len(items)
         with self._items_lock:
             feed.items = items
         if self._scheduler is not None and self._running is None:

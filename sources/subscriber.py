@@ -70,6 +70,7 @@ class Subscriber:
         self.dropped = 0
         self.last_error: str | None = None
         self._source_error: str | None = None
+        self._source_failing = False
         self.confirmed_at = confirmed_at
         self._apply(spec)
         with self._cond:
@@ -88,15 +89,11 @@ class Subscriber:
         """Number a change to the status; called after the change is made."""
         self._changes.mark(self)
 
-    @property
-    def source_error(self) -> str | None:
-        """The data source's trouble, as it concerns this subscriber (set by the pool)."""
-        return self._source_error
-
-    @source_error.setter
-    def source_error(self, message: str | None) -> None:
-        if message != self._source_error:
-            self._source_error = message
+    def source_trouble(self, error: str | None, failing: bool) -> None:
+        """The data source's trouble as it concerns this subscriber (the pool tells it): its
+        error, and whether the source gets nothing at all."""
+        if (error, failing) != (self._source_error, self._source_failing):
+            self._source_error, self._source_failing = error, failing
             self._changed()
 
     def update(self, spec: SubscriberSpec) -> None:
@@ -241,5 +238,6 @@ class Subscriber:
             "lease": self.lease,
             "held": len(self._held),
             "dropped": self.dropped,
-            "last_error": self.last_error or self.source_error,
+            "last_error": self.last_error or self._source_error,
+            "failing": self._source_failing,
         }

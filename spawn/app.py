@@ -181,6 +181,14 @@ def create_node_app(
         spec = parse_spec(crawler_id, request.get_json(silent=True), credentials)
         return jsonify(node.pool.put(spec, node.clock()))
 
+    @app.get("/subscribers/<int:crawler_id>")
+    def get_subscriber(crawler_id: int) -> ResponseReturnValue:
+        """One subscriber's status with its feeds' health, which the hub shows on its crawler."""
+        detail = node.pool.detail(crawler_id)
+        if detail is None:
+            raise ApiError(404, "not_found", f"no subscriber {crawler_id} here", "crawler_id")
+        return jsonify(detail)
+
     @app.delete("/subscribers/<int:crawler_id>")
     def delete_subscriber(crawler_id: int) -> ResponseReturnValue:
         node.pool.delete(crawler_id)

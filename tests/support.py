@@ -42,6 +42,7 @@ class SinkRecorder:
         self.targets: list[Collection[int] | None] = []  # whom each batch was for
         self.errors: list[str | None] = []
         self.error_targets: list[Collection[int] | None] = []
+        self.failing: list[bool] = []
         self.delivered = threading.Event()
 
     def deliver(self, items: Sequence[Item], to: Collection[int] | None = None) -> None:
@@ -49,9 +50,12 @@ class SinkRecorder:
         self.targets.append(to)
         self.delivered.set()
 
-    def report_error(self, message: str | None, to: Collection[int] | None = None) -> None:
+    def report_error(
+        self, message: str | None, to: Collection[int] | None = None, failing: bool = False
+    ) -> None:
         self.errors.append(message)
         self.error_targets.append(to)
+        self.failing.append(failing)
 
 
 @contextmanager

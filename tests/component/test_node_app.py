@@ -26,7 +26,7 @@ from sources.registry import SourceContext, opener
 from spawn import watchdog
 from spawn.app import create_node_app
 from spawn.node import Node
-from tests.support import FakeClock
+from tests.support import FakeClock, wait_until
 
 SECRET = "cluster-secret-for-node-tests"
 GENERATION = 3
@@ -471,3 +471,21 @@ def test_malformed_protocol_headers_are_refused_naming_them(
     response = client.get("/subscribers", headers={**AUTH, header: value})
     assert response.status_code == 400
     assert response.json["error"]["field"] == header
+
+
+def test_one_subscriber_is_shown_with_its_feeds_health(
+    client: FlaskClient, feeds: FeedServer
+) -> None:
+    url = feed(feeds, "news")
+    put(client, spec_body(1, [url]))
+
+    def fetched() -> dict[str, Any] | None:
+        shown = client.get("/subscribers/1", headers=AUTH).json
+        return shown if shown["feeds"][0]["last_status"] == 200 else None
+
+    shown = wait_until(fetched, timeout=10, what="the feed's first fetch")
+    assert shown["crawler_id"] == 1 and shown["failing"] is False
+    assert [(f["url"], f["error_streak"], f["entries"]) for f in shown["feeds"]] == [(url, 0, 5)]
+    missing = client.get("/subscribers/2", headers=AUTH)
+    assert missing.status_code == 404 and missing.json["error"]["field"] == "crawler_id"
+    assert client.get("/subscribers/1").status_code == 401

@@ -6,14 +6,15 @@ import threading
 from collections.abc import Collection, Iterator, Sequence
 
 import pytest
+from flask import Flask
 
 import sources.rss
 from sources.fetcher import GuardedFetcher
 from sources.model import Item
 from sources.rss import RssSource
 from sources.rss_parse import parse_feed
-from tests.servers.hostile_http import HostileServer
-from tests.support import FakeClock, SinkRecorder
+from tests.servers.hostile_http import DATA_DIR, HostileServer
+from tests.support import FakeClock, SinkRecorder, served
 
 INTERVAL = 60.0
 LOOPBACK = frozenset({"127.0.0.1"})
@@ -229,3 +230,46 @@ def test_the_same_document_again_without_validators_is_not_parsed_again(
     assert len(server.requests_to("/data/rss_guid.xml")) == 2
     assert len(parsed) == 1
     assert len(recorder.batches) == 1 and recorder.errors == [None, None]
+
+
+def test_each_feed_shows_its_health(server: HostileServer, clock: FakeClock) -> None:
+    recorder = RecordingSink()
+    source = rss_source(clock, server.url("/rss"), server.url("/error-500"))
+    before = source.feeds()
+
+    source.poll_due(recorder)
+    clock.now = INTERVAL / 2
+
+    healthy, broken = source.feeds()
+    after = source.feeds()
+    assert all(b["next_due_at"] < a["next_due_at"] for b, a in zip(before, after, strict=True))
+    assert (healthy["last_status"], healthy["error"], healthy["error_streak"]) == (200, None, 0)
+    assert healthy["entries"] == 2 and healthy["last_success_at"] == healthy["last_fetch_at"]
+    assert (broken["last_status"], broken["error"], broken["error_streak"]) == (500, "HTTP 500", 1)
+    assert broken["last_success_at"] is None and broken["entries"] is None
+    assert broken["last_fetch_at"] is not None
+    assert recorder.failing == [False]  # one feed still delivers
+
+
+def test_a_source_whose_every_feed_fails_says_so_until_one_recovers(clock: FakeClock) -> None:
+    app = Flask("flaky")
+    up = threading.Event()
+
+    @app.get("/feed.xml")
+    def flaky_feed() -> tuple[bytes, int, dict[str, str]]:
+        body = (DATA_DIR / "rss_guid.xml").read_bytes()
+        return (
+            (body, 200, {"Content-Type": "application/rss+xml"}) if up.is_set() else (b"", 503, {})
+        )
+
+    recorder = RecordingSink()
+    with served(app, "flaky-feed") as url:
+        source = rss_source(clock, f"{url}/feed.xml")
+        source.poll_due(recorder)
+        up.set()
+        clock.now = 10 * INTERVAL  # past the backoff
+        source.poll_due(recorder)
+
+    assert recorder.failing == [True, False]
+    assert recorder.errors[0] is not None and recorder.errors[1] is None
+    assert source.feeds()[0]["error_streak"] == 0
