@@ -14,10 +14,12 @@ from blackwidow.api.context import Hub
 from blackwidow.api.json_body import refuse_unreadable_json
 from blackwidow.api.schemas import ErrorOut
 from blackwidow.errors import error_body, http_error_response, register_error_handlers
+from blackwidow.monitor.node_client import NodeClient
 from blackwidow.settings import Settings
 from blackwidow.store import Store, StoreUnavailable, open_store
 
 MAX_REQUEST_BYTES = 1024 * 1024
+NODE_ANSWER_TIMEOUT = 2.0  # a crawler's page waits this long for its node's word on its feeds
 
 
 class HubApi(Api):
@@ -44,6 +46,9 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         settings=settings,
         sessions=db.make_sessions(engine),
         store=store or open_store(settings.store_url),
+        nodes=NodeClient(
+            settings.cluster_secret, timeout=NODE_ANSWER_TIMEOUT, networks=settings.node_networks
+        ),
     )
     api = HubApi(app)
     for blueprint in (

@@ -12,7 +12,8 @@ from blackwidow import changes
 from blackwidow.auth import Caller
 from blackwidow.crawler_keys import key_for
 from blackwidow.errors import ApiError, invalid_input
-from blackwidow.models import MAX_INTEGER, Assignment, Crawler
+from blackwidow.models import MAX_INTEGER, Assignment, Crawler, Node
+from blackwidow.monitor.node_client import NodeTarget
 from sources.model import DEFAULT_PRIORITY
 from sources.registry import SOURCE_TYPES
 
@@ -162,6 +163,16 @@ def reconsider(crawler: Crawler) -> Crawler:
 
 def node_of(session: Session, crawler_id: int) -> int | None:
     return session.scalar(select(Assignment.node_id).where(Assignment.crawler_id == crawler_id))
+
+
+def running_node(session: Session, crawler_id: int) -> NodeTarget | None:
+    """The live node a crawler is assigned to, as the hub addresses it; None when none."""
+    row = session.execute(
+        select(Node.id, Node.url, Node.generation)
+        .join(Assignment, Assignment.node_id == Node.id)
+        .where(Assignment.crawler_id == crawler_id, Node.state != "dead")
+    ).first()
+    return None if row is None else NodeTarget(row.id, row.url, row.generation)
 
 
 def assigned_nodes(session: Session, caller: Caller) -> dict[int, int]:

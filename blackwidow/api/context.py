@@ -10,6 +10,7 @@ from flask import current_app, request
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow.auth import Caller, identify
+from blackwidow.monitor.node_client import NodeClient
 from blackwidow.settings import Settings
 from blackwidow.store import Store
 
@@ -21,6 +22,7 @@ class Hub:
     settings: Settings
     sessions: sessionmaker[Session]
     store: Store
+    nodes: NodeClient  # for what only a node knows, such as its feeds' health
 
 
 def hub() -> Hub:

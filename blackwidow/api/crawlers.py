@@ -13,12 +13,14 @@ from blackwidow.api.schemas import (
     CrawlerBatch,
     CrawlerBatchOut,
     CrawlerCreate,
+    CrawlerDetailOut,
     CrawlerOut,
     CrawlerUpdate,
     ItemsArgs,
     ItemsOut,
 )
 from blackwidow.models import Crawler
+from blackwidow.monitor.node_client import NodeTarget, NodeUnreachable
 
 _CRAWLER_FIELDS = [name for name in CrawlerOut().fields if name != "node_id"]
 
@@ -30,6 +32,16 @@ def _out(crawler: Crawler, node_id: int | None) -> dict[str, Any]:
         **{name: getattr(crawler, name) for name in _CRAWLER_FIELDS},
         "node_id": node_id,
     }
+
+
+def _feeds(node: NodeTarget | None, crawler_id: int) -> list[dict[str, Any]] | None:
+    if node is None:
+        return None
+    try:
+        detail = hub().nodes.subscriber(node, crawler_id)
+    except NodeUnreachable:
+        return None
+    return detail.get("feeds") if detail else None
 
 
 @blp.route("")
@@ -62,11 +74,14 @@ class CrawlerBatchView(MethodView):
 
 @blp.route("/<int:crawler_id>")
 class CrawlerById(MethodView):
-    @blp.response(200, CrawlerOut)
+    @blp.response(200, CrawlerDetailOut)
     def get(self, crawler_id: int) -> dict[str, Any]:
+        """The crawler, with its feeds' health as the node running it tells it now."""
         with transaction() as session:
             crawler = crawlers.get(session, caller(session), crawler_id)
-            return _out(crawler, crawlers.node_of(session, crawler_id))
+            shown = _out(crawler, crawlers.node_of(session, crawler_id))
+            node = crawlers.running_node(session, crawler_id)
+        return {**shown, "feeds": _feeds(node, crawler_id)}
 
     @blp.arguments(CrawlerUpdate())
     @blp.response(200, CrawlerOut)

@@ -156,6 +156,18 @@ class CrawlerOut(Schema):
     last_error = fields.String(allow_none=True)
 
 
+class CrawlerDetailOut(CrawlerOut):
+    feeds = fields.List(
+        fields.Dict(),
+        allow_none=True,
+        metadata={
+            "description": "each feed's health, from the node running the crawler: url, "
+            "last_fetch_at, last_status, last_success_at, error, error_streak, next_due_at, "
+            "entries; null when no node answers or the source has no feeds"
+        },
+    )
+
+
 class CrawlerBatchOut(Schema):
     crawlers = fields.List(fields.Nested(CrawlerOut), metadata={"description": "in request order"})
 

@@ -21,6 +21,7 @@ def facts(crawler: Tracked, user_exhausted: bool, running: bool) -> CrawlerFacts
         items_collected=crawler.items_collected,
         user_exhausted=user_exhausted,
         running=running,
+        failing=crawler.failing,
     )
 
 

@@ -176,6 +176,9 @@ class Liveness:
     ) -> dict[str, Any]:
         """Apply one subscriber status to the crawler; the columns that changed."""
         before = (crawler.last_error, crawler.items_delivered, crawler.items_collected)
+        if crawler.failing != bool(status.get("failing")):
+            crawler.failing = not crawler.failing
+            self._memory.dirty.add(crawler.id)  # its state follows
         crawler.last_error = status.get("last_error")
         deliveries.record(session, runs, crawler, status)
         if status.get("items_collected") is not None:  # None: its store has not answered yet

@@ -135,6 +135,14 @@ class NodeClient:
         headers = {SINCE_HEADER: str(since)} if since is not None else {}
         return self._call("GET", node, "/subscribers", headers=headers)
 
+    def subscriber(self, node: NodeTarget, crawler_id: int) -> dict[str, Any] | None:
+        """One subscriber's status with its feeds' health; None when the node has no such
+        subscriber."""
+        try:
+            return self._call("GET", node, f"/subscribers/{crawler_id}")
+        except NodeRejected:
+            return None
+
     def push_many(self, node: NodeTarget, specs: list[SubscriberSpec]) -> dict[int, dict]:
         """crawler id -> {"status": ...} or {"error": ...}, for every spec, in batches."""
         results: dict[int, dict] = {}

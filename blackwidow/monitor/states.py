@@ -13,11 +13,12 @@ class CrawlerFacts:
     items_collected: int
     user_exhausted: bool
     running: bool  # a node reported it, or acknowledged its push, this cycle
+    failing: bool = False  # its node says its data source gets nothing (every feed fails)
 
 
 def runnable(facts: CrawlerFacts) -> bool:
     """Whether the crawler should be on a node at all."""
-    return state_of(facts) in ("pending", "running")
+    return state_of(facts) in ("pending", "running", "failing")
 
 
 def state_of(facts: CrawlerFacts) -> str:
@@ -28,4 +29,6 @@ def state_of(facts: CrawlerFacts) -> str:
     limit = facts.item_limit
     if (limit is not None and facts.items_collected >= limit) or facts.user_exhausted:
         return "limit_reached"
-    return "running" if facts.running else "pending"
+    if not facts.running:
+        return "pending"
+    return "failing" if facts.failing else "running"

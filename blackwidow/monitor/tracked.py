@@ -41,6 +41,7 @@ class Tracked:
     rate: float
     last_error: str | None
     spec: SubscriberSpec | None = None  # what to push, while it is runnable
+    failing: bool = False  # what its node last said: its data source gets nothing
     digest: str | None = None
 
 

@@ -30,3 +30,28 @@ def test_a_hostile_feed_marks_the_crawler_and_spares_the_node(cluster, path, rea
         wait_until(lambda: len(c.items(token, good["id"])) == 6, what="the good crawler's items")
         assert c.node_health(c.nodes[0])["status"] == "ok"
         assert c.items(token, bad["id"]) == []
+
+
+def test_a_crawler_whose_every_feed_fails_shows_failing_and_each_feeds_health(cluster):
+    c = cluster(1)
+    token = c.user()
+    with HostileServer() as hostile:
+        broken = c.crawler(token, [hostile.url("/error-500")])
+        mixed = c.crawler(token, [c.feed("calm", items=3), hostile.url("/error-500")])
+
+        def failing():
+            it = c.get(token, broken["id"])
+            return it if it["state"] == "failing" else None
+
+        shown = wait_until(failing, what="the broken crawler failing")
+        [health] = shown["feeds"]
+        assert health["last_status"] == 500 and health["error_streak"] >= 1
+        assert health["last_success_at"] is None and health["next_due_at"] is not None
+
+        def both_fetched():
+            it = c.get(token, mixed["id"])
+            seen = sorted((f["entries"] or 0, f["error_streak"] > 0) for f in it["feeds"] or [])
+            return it if seen == [(0, True), (3, False)] else None
+
+        shown = wait_until(both_fetched, what="both feeds of the mixed crawler fetched")
+        assert shown["state"] == "running"  # one feed still delivers

@@ -1,4 +1,4 @@
-"""Crawler states: disabled beats failed beats limit reached beats running/pending."""
+"""Crawler states: disabled beats failed beats limit reached beats failing/running/pending."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ def facts(
     items_collected: int = 0,
     user_exhausted: bool = False,
     running: bool = False,
+    failing: bool = False,
 ) -> CrawlerFacts:
     return CrawlerFacts(
         enabled=enabled,
@@ -22,6 +23,7 @@ def facts(
         items_collected=items_collected,
         user_exhausted=user_exhausted,
         running=running,
+        failing=failing,
     )
 
 
@@ -62,6 +64,15 @@ def facts(
         # otherwise it runs, or waits for a node
         (facts(running=True), "running", True),
         (facts(running=False), "pending", True),
+        # running, but every feed of its data source fails: it stays on its node, and says so
+        (facts(running=True, failing=True), "failing", True),
+        (facts(running=False, failing=True), "pending", True),
+        (
+            facts(item_limit=1, items_collected=1, running=True, failing=True),
+            "limit_reached",
+            False,
+        ),
+        (facts(enabled=False, running=True, failing=True), "disabled", False),
     ],
 )
 def test_state_and_runnable(crawler, state, can_run):
