@@ -9,17 +9,17 @@ import calendar
 import hashlib
 import importlib.util
 import io
+import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urljoin, urlsplit
-from xml.etree.ElementTree import ParseError
 
-import defusedxml
-import defusedxml.ElementTree
 import feedparser
 import feedparser.api
 
+from sources.feed_guard import refusal
+from sources.feed_html import plain_text, sanitised_html
 from sources.model import Item
 from sources.urls import canonical_url
 
@@ -30,69 +30,15 @@ if importlib.util.find_spec("drv_libxml2") is None:
     feedparser.api.PREFERRED_XML_PARSERS[:] = []
 
 MAX_TTL = 24 * 3600.0  # a feed's <ttl> cannot silence it for longer than a day
-_NOT_TEXT = ("script", "style", "applet")
-_BLOCK_TAGS = {"p", "br", "div", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote"}
+# an XML declaration, in single bytes, that names a two- or four-byte encoding
+_WIDE_DECLARATION = re.compile(
+    rb"\s*<\?xml[^>]*encoding\s*=\s*[\"']\s*(?:utf|ucs|iso-10646-ucs)-?_?(?:16|32|2|4)",
+    re.IGNORECASE,
+)
 
 
 class FeedError(Exception):
     """A fetched document that is not a usable feed; str() is the reason."""
-
-
-class _TextExtractor(HTMLParser):
-    """Collects the text of an HTML fragment; script, style and applet contents are not text
-    (the elements whose contents feedparser's sanitiser drops, which this replaces)."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self._skipping = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in _NOT_TEXT:
-            self._skipping += 1
-        elif tag in _BLOCK_TAGS:
-            self.parts.append(" ")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in _NOT_TEXT and self._skipping:
-            self._skipping -= 1
-        elif tag in _BLOCK_TAGS:
-            self.parts.append(" ")
-
-    def handle_data(self, data: str) -> None:
-        if not self._skipping:
-            self.parts.append(data)
-
-
-def _plain_text(detail: Any) -> str | None:
-    """The text of a feedparser value; HTML is reduced to its words, plain text is kept as is."""
-    if not detail or not detail.get("value"):
-        return None
-    value = detail["value"]
-    if "html" in (detail.get("type") or ""):
-        extractor = _TextExtractor()
-        extractor.feed(value)
-        extractor.close()
-        value = "".join(extractor.parts)
-    return " ".join(value.split()) or None
-
-
-def _refuse_entities(body: bytes) -> None:
-    """Reject entity declarations and external references before any feed parser expands them.
-
-    Entities are how billion-laughs bombs and file-reading external entities work; feeds have
-    no need of them. A DTD without entities is harmless and some old feeds carry one.
-    """
-    try:
-        defusedxml.ElementTree.fromstring(
-            body, forbid_dtd=False, forbid_entities=True, forbid_external=True
-        )
-    except defusedxml.EntitiesForbidden:
-        raise FeedError("entities are not allowed in feeds") from None
-    except defusedxml.ExternalReferenceForbidden:
-        raise FeedError("external references are not allowed in feeds") from None
-    except ParseError as error:
-        raise FeedError(f"invalid XML: {error}") from None
 
 
 def _entry_url(entry: Any, feed_url: str) -> str | None:
@@ -148,18 +94,20 @@ def _item(entry: Any, feed_url: str, fetched_at: datetime) -> Item | None:
     if item_id is None:
         return None
     content = entry.get("content") or []
+    body = content[0] if content else entry.get("summary_detail")
     conversation_id, in_reply_to = _thread(entry, item_id)
     return Item(
         id=item_id,
         source="rss",
         url=url,
-        title=_plain_text(entry.get("title_detail")),
-        text=_plain_text(content[0] if content else entry.get("summary_detail")),
+        title=plain_text(entry.get("title_detail")),
+        text=plain_text(body),
         author=(entry.get("author") or "").strip() or None,
         published_at=_published_at(entry),
         fetched_at=fetched_at,
         conversation_id=conversation_id,
         in_reply_to=in_reply_to,
+        html=sanitised_html(body, url, feed_url),
     )
 
 
@@ -172,24 +120,52 @@ def _ttl(feed: Any) -> float | None:
     return min(minutes * 60.0, MAX_TTL) if minutes > 0 else None
 
 
-def parse_feed(body: bytes, feed_url: str, fetched_at: datetime) -> tuple[list[Item], float | None]:
+def content_type(headers: Mapping[str, str], body: bytes) -> str:
+    """The Content-Type a document is read with: the response's, else application/xml.
+
+    Without one the document is all there is, so it is read as XML is without a charset:
+    the XML declaration, else the BOM, decide, UTF-8 by default (feedparser, given headers
+    without a Content-Type, would assume Latin-1 and garble every undeclared UTF-8 feed);
+    its fallbacks, windows-1252 first, still catch undeclared Latin-1. A declaration of
+    UTF-16 or UTF-32 written in single bytes cannot be true (whoever reads it is not reading
+    UTF-16): browsers then read UTF-8, and so does this, unless the server named a charset.
+    """
+    value = next((v for name, v in headers.items() if name.lower() == "content-type"), "")
+    value = value.strip() or "application/xml"
+    if _WIDE_DECLARATION.match(body) and "charset" not in value.lower():
+        value += "; charset=utf-8"
+    return value
+
+
+def parse_feed(
+    body: bytes, feed_url: str, fetched_at: datetime, headers: Mapping[str, str]
+) -> tuple[list[Item], float | None]:
     """Items of a feed document and the feed's own <ttl> in seconds (None if absent).
 
+    The document is decoded as feedparser documents it (RFC 3023): the HTTP charset of an
+    XML or text Content-Type, else the BOM and the XML declaration, then UTF-8,
+    windows-1252 and ISO-8859-2 until one fits. Of the `headers`, only the Content-Type
+    reaches feedparser, under the lower-case name it looks up: Content-Location would give
+    it a base URL, and with one it rewrites every guid into a URL relative to the feed, so
+    ids would change when the feed moves. Links are made absolute here instead.
+
     feedparser only ever sees the bytes, wrapped in a stream: given a str, or even bytes that
-    name an existing path, it would open a URL or a local file. It gets no base URL either:
-    with one it rewrites every guid into a URL relative to the feed, so ids would change
-    when the feed moves. Links are made absolute here instead; HTML is reduced to text, so
-    the relative URIs inside it need no resolving, and feedparser's own sanitising (a fifth
-    of its time on a typical feed) would be thrown away: it is off.
+    name an existing path, it would open a URL or a local file. Its own HTML sanitising
+    (a fifth of its time on a typical feed) is off: sources.feed_html does it with nh3.
+    sources.feed_guard refuses entity declarations first; anything else, however sloppy,
+    is feedparser's to read or to call not a feed.
     """
-    _refuse_entities(body)
+    kind = content_type(headers, body)
+    reason = refusal(body, kind)
+    if reason is not None:
+        raise FeedError(reason)
     parsed = feedparser.parse(
         io.BytesIO(body),
-        response_headers={"content-type": "application/xml"},
+        response_headers={"content-type": kind},
         sanitize_html=False,
         resolve_relative_uris=False,
     )
-    if not parsed.entries and not parsed.version:
+    if not parsed.entries and not parsed.get("version"):
         problem = parsed.get("bozo_exception")
         raise FeedError(f"not a feed ({problem})" if problem else "not a feed")
     items: dict[str, Item] = {}

@@ -12,7 +12,7 @@ from tests.support import wait_until
 @pytest.mark.parametrize(
     ("path", "reason"),
     [
-        ("/invalid-xml", "invalid XML"),
+        ("/invalid-xml", "not a feed"),
         ("/billion-laughs", "entit"),
         ("/redirect-loop", "redirect"),
         ("/huge", "larger"),

@@ -26,7 +26,8 @@ BOMB_DECODED_BYTES = 64 * 1024 * 1024
 TRICKLE_INTERVAL = 0.2
 TRICKLE_LIMIT = 30.0  # the trickle gives up by itself, so the server always shuts down
 
-INVALID_XML = b'<?xml version="1.0"?>\n<rss version="2.0"><channel><title>broken</channel></rss>'
+# ill-formed and no feed: feedparser's lenient reading finds no feed in it
+INVALID_XML = b'<?xml version="1.0"?>\n<html><body><p>Moved to <a href="/new">here</body>'
 BILLION_LAUGHS = b"""<?xml version="1.0"?>
 <!DOCTYPE rss [
   <!ENTITY lol "lol">
