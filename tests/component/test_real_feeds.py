@@ -3,33 +3,14 @@ feedparser, by itself, finds in a feed becomes an item; nothing real is refused.
 
 from __future__ import annotations
 
-import io
-import json
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
-import feedparser
 import pytest
 
 from sources.rss_parse import parse_feed
+from tests.servers.feed_corpus import MANIFEST, REAL, distinct_entries, feedparser_alone
 
-REAL = Path(__file__).resolve().parent.parent / "data" / "feeds" / "real"
-MANIFEST: dict[str, str] = json.loads((REAL / "manifest.json").read_text())
 FETCHED_AT = datetime(2024, 5, 1, tzinfo=UTC)
-
-
-def feedparser_alone(body: bytes, content_type: str) -> Any:
-    return feedparser.parse(io.BytesIO(body), response_headers={"content-type": content_type})
-
-
-def distinct_entries(parsed: Any) -> int:
-    """Entries as parse_feed identifies them: by guid, else by link. An entry with neither
-    cannot be told apart from the next poll's and is not collected; one listed twice is one
-    item. (parse_feed also drops a link that is not http(s) and compares links in canonical
-    form; no feed of the corpus is affected, and the count would show it.)"""
-    keys = {(entry.get("id") or entry.get("link") or "").strip() for entry in parsed.entries}
-    return len(keys - {""})
 
 
 def test_the_manifest_lists_every_file_of_the_corpus() -> None:
@@ -42,7 +23,7 @@ def test_the_manifest_lists_every_file_of_the_corpus() -> None:
 @pytest.mark.parametrize(("name", "content_type"), sorted(MANIFEST.items()))
 def test_every_entry_feedparser_reads_becomes_an_item(name: str, content_type: str) -> None:
     body = (REAL / name).read_bytes()
-    alone = feedparser_alone(body, content_type)
+    alone = feedparser_alone(name)
 
     items, _ = parse_feed(
         body, f"https://feeds.example/{name}", FETCHED_AT, {"Content-Type": content_type}

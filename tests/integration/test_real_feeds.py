@@ -1,0 +1,43 @@
+"""The real-feed corpus through a real hub and node: every feed feedparser reads is collected
+completely, each by its own crawler."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.integration.conftest import MEASUREMENTS
+from tests.servers.feed_corpus import MANIFEST, corpus_server, distinct_entries, feedparser_alone
+from tests.support import wait_until
+
+# one round is all the test needs: later polls would only re-parse the same documents
+SLOW_POLLS = {"BLACKWIDOW_FEED_INTERVAL": "600"}
+
+
+@pytest.mark.timeout(120)
+def test_every_feed_feedparser_reads_is_collected_completely(cluster) -> None:
+    read = {name: feedparser_alone(name) for name in MANIFEST}
+    expected = {name: distinct_entries(parsed) for name, parsed in read.items() if parsed.entries}
+    c = cluster(1, **SLOW_POLLS)
+    token = c.user()
+    with corpus_server() as url, ThreadPoolExecutor(8) as pool:
+        created = pool.map(lambda name: (name, c.crawler(token, [f"{url}/{name}"])), expected)
+        crawler_of = {crawler["id"]: name for name, crawler in created}
+
+        def collected() -> dict[str, int]:
+            listed = c.call("GET", "/api/v1/crawlers", token).json()
+            return {crawler_of[cr["id"]]: cr["items_collected"] for cr in listed}
+
+        def complete() -> bool:
+            return collected() == expected
+
+        wait_until(complete, timeout=60, what="every feed's items collected")
+
+    assert sum(expected.values()) > 1000
+    listed = c.call("GET", "/api/v1/crawlers", token).json()
+    assert {cr["last_error"] for cr in listed} == {None}
+    MEASUREMENTS.append(
+        f"real-feed corpus through one node: {len(expected)} of {len(MANIFEST)} feeds read by "
+        f"feedparser, all collected completely ({sum(expected.values())} items)"
+    )
