@@ -1,8 +1,9 @@
 """Stand-in for the sites of the real-feed corpus (tests/data/feeds/real): serves each file with
-the Content-Type its manifest gives, and says what feedparser alone reads of each."""
+the Content-Type its manifest gives (and an ETag), and says what feedparser alone reads of each."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import threading
@@ -40,7 +41,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_error(404)
             return
         body = (REAL / name).read_bytes()
+        etag = f'"{hashlib.sha1(body).hexdigest()}"'  # re-polls cost a 304, not a parse
+        if self.headers.get("If-None-Match") == etag:
+            self.send_response(304)
+            self.end_headers()
+            return
         self.send_response(200)
+        self.send_header("ETag", etag)
         self.send_header("Content-Type", MANIFEST[name])
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
