@@ -182,7 +182,11 @@ class ItemOut(Schema):
     source = fields.String()
     url = fields.String(allow_none=True)
     title = fields.String(allow_none=True)
-    text = fields.String(allow_none=True)
+    text = fields.String(allow_none=True, metadata={"description": "plain text"})
+    html = fields.String(
+        allow_none=True,
+        metadata={"description": "the content as published, sanitised HTML; null when none"},
+    )
     author = fields.String(allow_none=True)
     published_at = fields.DateTime(allow_none=True)
     fetched_at = fields.DateTime()

@@ -56,7 +56,8 @@ _UNAVAILABLE = (
     ConnectionException,
     OSError,
 )
-_ITEM = "source, url, title, text, author, published_at, in_reply_to"  # shared by both tables
+_ITEM = "source, url, title, text, author, published_at, in_reply_to, html"  # in both tables
+_ITEM_MARKS = ", ".join("?" for _ in _ITEM.split(","))
 _Key = TypeVar("_Key")
 _Result = TypeVar("_Result")
 Work = list[tuple[Statement, Any]]
@@ -79,7 +80,7 @@ class _Statements:
     def prepare(cls, session: Session, ks: str) -> _Statements:
         texts = {
             "insert_item": f"INSERT INTO {ks}.items_by_crawler (crawler_id, day, fetched_at,"
-            f" item_id, {_ITEM}, conversation_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            f" item_id, {_ITEM}, conversation_id) VALUES (?, ?, ?, ?, {_ITEM_MARKS}, ?)"
             " USING TTL ?",
             "insert_day": f"INSERT INTO {ks}.crawler_days (crawler_id, day) VALUES (?, ?)"
             " USING TTL ?",
@@ -87,7 +88,7 @@ class _Statements:
             " VALUES (?, ?, ?, ?)",
             "insert_conversation": f"INSERT INTO {ks}.items_by_conversation (conversation_id,"
             f" sort_at, crawler_id, fetched_at, item_id, {_ITEM})"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+            f" VALUES (?, ?, ?, ?, ?, {_ITEM_MARKS}) USING TTL ?",
             "set_total": f"UPDATE {ks}.crawler_totals SET stored = ?"
             " WHERE crawler_id = ? AND writer = ?",
             "existing_ids": f"SELECT item_id FROM {ks}.items_by_id"
@@ -349,6 +350,7 @@ def _key_values(item: Item) -> tuple[Any, ...]:
         item.author,
         item.published_at,
         item.in_reply_to,
+        item.html,
     )
 
 
@@ -377,4 +379,5 @@ def _item_from_row(row: Any, conversation_id: str | None) -> Item:
         conversation_id=conversation_id,
         in_reply_to=row.in_reply_to,
         crawler_id=row.crawler_id,
+        html=row.html,
     )

@@ -1,7 +1,8 @@
 """The Cassandra store's versioned CQL schema, applied by `blackwidow db upgrade`.
 
-Each version is a list of statements that are safe to run twice (IF NOT EXISTS), recorded in
-`schema_versions` once applied. There is one table per read path:
+Each version is a list of statements that are safe to run twice (IF NOT EXISTS, for tables
+and for the columns later versions add: Cassandra 4.1 or newer), recorded in `schema_versions`
+once applied. There is one table per read path:
 
 - items_by_crawler: a crawler's items newest first, one partition per crawler per UTC day,
   so no partition grows without bound; crawler_days lists the days that have items.
@@ -59,6 +60,14 @@ VERSIONS: tuple[SchemaVersion, ...] = (
             """CREATE TABLE IF NOT EXISTS {ks}.crawler_totals (
                 crawler_id bigint, writer uuid, stored bigint, PRIMARY KEY ((crawler_id), writer)
             )""",
+        ),
+    ),
+    SchemaVersion(
+        2,
+        "items keep their html",
+        (
+            "ALTER TABLE {ks}.items_by_crawler ADD IF NOT EXISTS html text",
+            "ALTER TABLE {ks}.items_by_conversation ADD IF NOT EXISTS html text",
         ),
     ),
 )

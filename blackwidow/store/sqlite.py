@@ -43,15 +43,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX items_conversation ON items (conversation_id)"
         " WHERE conversation_id IS NOT NULL",
     ),
+    ("ALTER TABLE items ADD COLUMN html TEXT",),
 )
 
 _COLUMNS = (
     "crawler_id, item_id, source, url, title, text, author,"
-    " published_at, fetched_at, conversation_id, in_reply_to"
+    " published_at, fetched_at, conversation_id, in_reply_to, html"
 )
 _INSERT = (
     f"INSERT OR IGNORE INTO items ({_COLUMNS}, expires_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
 _SELECT_NEWEST = (
@@ -178,12 +179,14 @@ def _to_row(item: Item, ttl: int | None) -> tuple[Any, ...]:
         utc_text(item.fetched_at),
         item.conversation_id,
         item.in_reply_to,
+        item.html,
         expires,
     )
 
 
 def _from_row(row: tuple[Any, ...]) -> Item:
-    crawler_id, item_id, source, url, title, text, author, published, fetched, conv, reply = row
+    crawler_id, item_id, source, url, title, text, author, published, fetched, *rest = row
+    conversation_id, in_reply_to, html = rest
     return Item(
         id=item_id,
         source=source,
@@ -193,9 +196,10 @@ def _from_row(row: tuple[Any, ...]) -> Item:
         author=author,
         published_at=datetime.fromisoformat(published) if published is not None else None,
         fetched_at=datetime.fromisoformat(fetched),
-        conversation_id=conv,
-        in_reply_to=reply,
+        conversation_id=conversation_id,
+        in_reply_to=in_reply_to,
         crawler_id=crawler_id,
+        html=html,
     )
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import socket
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from blackwidow.store import StoreUnavailable, open_store, upgrade_store
+from blackwidow.store import StoreUnavailable, cassandra_schema, open_store, upgrade_store
 from blackwidow.store.cassandra import make_cluster
 from blackwidow.store.cassandra_config import parse
 from sources.model import Item
@@ -46,7 +46,7 @@ def test_a_keyspace_without_the_schema_asks_for_db_upgrade(cassandra_service: An
     url = f"cassandra://{cassandra_service.contact_points}/never_upgraded?consistency=ONE"
     store = open_store(url)
     try:
-        with pytest.raises(StoreUnavailable, match=r"schema version 0 of 1.*blackwidow db upgrade"):
+        with pytest.raises(StoreUnavailable, match=r"schema version 0 of 2.*blackwidow db upgrade"):
             store.count(1)
     finally:
         store.close()
@@ -57,7 +57,7 @@ def test_upgrade_is_versioned_idempotent_and_follows_the_replication_setting(
 ) -> None:
     keyspace = f"upgrade_{uuid.uuid4().hex[:10]}"
     url = f"cassandra://{cassandra_service.contact_points}/{keyspace}"
-    assert upgrade_store(url) == f"cassandra keyspace {keyspace} applied versions [1]"
+    assert upgrade_store(url) == f"cassandra keyspace {keyspace} applied versions [1, 2]"
     assert upgrade_store(url) == f"cassandra keyspace {keyspace} already current"
     assert upgrade_store(url + "?replication=datacenter1:1").endswith("already current")
 
@@ -65,7 +65,7 @@ def test_upgrade_is_versioned_idempotent_and_follows_the_replication_setting(
     try:
         session = cluster.connect()
         versions = session.execute(f"SELECT version, description FROM {keyspace}.schema_versions")
-        assert [row.version for row in versions] == [1]
+        assert sorted(row.version for row in versions) == [1, 2]
         replication = session.execute(
             "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (keyspace,)
         ).one()
@@ -75,6 +75,55 @@ def test_upgrade_is_versioned_idempotent_and_follows_the_replication_setting(
         }
         session.execute(f"DROP KEYSPACE {keyspace}", timeout=60)
     finally:
+        cluster.shutdown()
+
+
+def test_a_keyspace_of_version_1_keeps_its_items_and_gains_html(
+    cassandra_service: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows written before html existed read back without it; the new columns' statements
+    run twice without harm (a version recorded as not applied is applied again)."""
+    keyspace = f"old_{uuid.uuid4().hex[:10]}"
+    url = f"cassandra://{cassandra_service.contact_points}/{keyspace}?consistency=ONE"
+    with monkeypatch.context() as old:
+        old.setattr(cassandra_schema, "VERSIONS", cassandra_schema.VERSIONS[:1])
+        assert upgrade_store(url).endswith("applied versions [1]")
+    cluster = make_cluster(parse(url.removeprefix("cassandra://")))
+    session = cluster.connect(keyspace)
+    store = open_store(url)
+    try:
+        fetched_at = datetime(2024, 5, 1, 12, tzinfo=UTC)
+        session.execute(
+            "INSERT INTO items_by_crawler (crawler_id, day, fetched_at, item_id, source, text)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+            (7, fetched_at.date(), fetched_at, "old", "rss", "plain"),
+        )
+        session.execute(
+            "INSERT INTO crawler_days (crawler_id, day) VALUES (7, %s)", (fetched_at.date(),)
+        )
+        assert upgrade_store(url).endswith("applied versions [2]")
+        session.execute("DELETE FROM schema_versions WHERE version = 2")
+        assert upgrade_store(url).endswith("applied versions [2]")
+
+        [old_item] = store.items(7, 10)
+        assert (old_item.id, old_item.text, old_item.html) == ("old", "plain", None)
+        new = Item(
+            "new",
+            "rss",
+            None,
+            None,
+            "t",
+            None,
+            None,
+            fetched_at + timedelta(hours=1),
+            crawler_id=7,
+            html="<b>t</b>",
+        )
+        store.add([new])
+        assert store.items(7, 10) == [new, old_item]
+    finally:
+        store.close()
+        session.execute(f"DROP KEYSPACE {keyspace}", timeout=60)
         cluster.shutdown()
 
 

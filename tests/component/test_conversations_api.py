@@ -22,7 +22,9 @@ def create_crawler(client: FlaskClient, token: str) -> int:
     return response.json["id"]
 
 
-def thread_item(item_id: str, crawler_id: int, minutes: int, reply_to: str | None) -> Item:
+def thread_item(
+    item_id: str, crawler_id: int, minutes: int, reply_to: str | None, html: str | None = None
+) -> Item:
     return Item(
         id=item_id,
         source="rss",
@@ -35,6 +37,7 @@ def thread_item(item_id: str, crawler_id: int, minutes: int, reply_to: str | Non
         conversation_id=THREAD,
         in_reply_to=reply_to,
         crawler_id=crawler_id,
+        html=html,
     )
 
 
@@ -50,14 +53,15 @@ def test_a_conversation_shows_the_callers_items_in_order(
     ana, bob = make_user("ana")["token"], make_user("bob")["token"]
     mine, theirs = create_crawler(client, ana), create_crawler(client, bob)
     store = hub_app.extensions["blackwidow"].store
-    store.add([thread_item(f"{THREAD}#reply", mine, 5, THREAD), thread_item(THREAD, mine, 0, None)])
+    root = thread_item(THREAD, mine, 0, None, html="<p>the <em>post</em></p>")
+    store.add([thread_item(f"{THREAD}#reply", mine, 5, THREAD), root])
     store.add([thread_item(f"{THREAD}#bob", theirs, 1, THREAD)])
 
     answer = read(client, ana)
     assert answer.status_code == 200
-    assert [(i["id"], i["in_reply_to"]) for i in answer.json["items"]] == [
-        (THREAD, None),
-        (f"{THREAD}#reply", THREAD),
+    assert [(i["id"], i["in_reply_to"], i["html"]) for i in answer.json["items"]] == [
+        (THREAD, None, "<p>the <em>post</em></p>"),
+        (f"{THREAD}#reply", THREAD, None),  # null when the item has none
     ]
     assert [i["id"] for i in read(client, bob).json["items"]] == [f"{THREAD}#bob"]
     assert len(read(client, ADMIN).json["items"]) == 3  # support staff see every crawler

@@ -138,10 +138,12 @@ def test_every_field_round_trips_with_utc_datetimes(
         conversation_id="conv-1",
         in_reply_to="parent-1",
         crawler_id=one,
+        html='<p>body<br>with <a href="https://example.org/">lines</a></p>',
     )
     bare = Item("bare", "rss", None, None, None, None, None, T0 - timedelta(1), crawler_id=one)
     store.add([full, bare])
     assert store.items(one, 10) == [full, bare]
+    assert store.conversation("conv-1", [one], 10) == [full]
     stored = store.items(one, 10)[0]
     assert stored.published_at is not None
     for moment in (stored.published_at, stored.fetched_at):
