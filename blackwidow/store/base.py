@@ -22,6 +22,9 @@ class Store(Protocol):
 
         Every item must carry a crawler_id. Writing the same item twice stores it once.
         `ttl` is the crawler's retention in seconds: the item is gone from reads after it.
+        A reply whose source named only its parent is stored in its thread's root conversation,
+        and replies stored before it move there too (blackwidow.store.threads); the items
+        returned carry the conversation they were stored in.
         Raises StoreUnavailable when the store does not answer.
         """
         ...

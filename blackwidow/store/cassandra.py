@@ -4,7 +4,9 @@ Writes are pipelined: rows are grouped into single-partition unlogged batches (o
 each on the replicas, never a cross-partition batch) and sent with a bounded number in flight.
 Every statement is an idempotent upsert, safe for the driver to retry; an item is new when its
 id is absent from items_by_id, which is written after the item's rows, so a write cut off
-half-way is completed by the retry instead of being counted as done.
+half-way is completed by the retry instead of being counted as done. The same reads of
+items_by_id find the conversations of the batch's parents, so replies join their thread's root
+(blackwidow.store.threads) at no extra round trip.
 """
 
 from __future__ import annotations
@@ -37,14 +39,14 @@ from cassandra.policies import (
 )
 from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statement
 
-from blackwidow.store import cassandra_schema
+from blackwidow.store import cassandra_schema, threads
 from blackwidow.store.base import StoreUnavailable
 from blackwidow.store.cassandra_config import CassandraConfig
 from sources.model import Item
 
 BUCKETS = 16  # items_by_id partitions per crawler
 ROWS_PER_BATCH = 64  # rows in one single-partition batch
-IDS_PER_READ = 100  # ids in one `item_id IN ?` existence check
+IDS_PER_READ = 100  # ids in one `item_id IN ?` read, conversations in one `conversation_id IN ?`
 IN_FLIGHT = 32  # requests outstanding at once from one store
 REQUEST_TIMEOUT = 5.0  # seconds; an outage fails fast and the caller retries
 DAY = timedelta(days=1)
@@ -59,6 +61,7 @@ _UNAVAILABLE = (
 _ITEM = "source, url, title, text, author, published_at, in_reply_to, html"  # in both tables
 _ITEM_MARKS = ", ".join("?" for _ in _ITEM.split(","))
 _Key = TypeVar("_Key")
+_T = TypeVar("_T")
 _Result = TypeVar("_Result")
 Work = list[tuple[Statement, Any]]
 
@@ -70,7 +73,10 @@ class _Statements:
     insert_id: PreparedStatement
     insert_conversation: PreparedStatement
     set_total: PreparedStatement
-    existing_ids: PreparedStatement
+    set_id_conversation: PreparedStatement
+    delete_thread_row: PreparedStatement
+    stored_ids: PreparedStatement
+    thread_rows: PreparedStatement
     totals: PreparedStatement
     days: PreparedStatement
     day_items: PreparedStatement
@@ -84,15 +90,22 @@ class _Statements:
             " USING TTL ?",
             "insert_day": f"INSERT INTO {ks}.crawler_days (crawler_id, day) VALUES (?, ?)"
             " USING TTL ?",
-            "insert_id": f"INSERT INTO {ks}.items_by_id (crawler_id, bucket, item_id, fetched_at)"
-            " VALUES (?, ?, ?, ?)",
+            "insert_id": f"INSERT INTO {ks}.items_by_id (crawler_id, bucket, item_id, fetched_at,"
+            " conversation_id) VALUES (?, ?, ?, ?, ?)",
             "insert_conversation": f"INSERT INTO {ks}.items_by_conversation (conversation_id,"
             f" sort_at, crawler_id, fetched_at, item_id, {_ITEM})"
             f" VALUES (?, ?, ?, ?, ?, {_ITEM_MARKS}) USING TTL ?",
             "set_total": f"UPDATE {ks}.crawler_totals SET stored = ?"
             " WHERE crawler_id = ? AND writer = ?",
-            "existing_ids": f"SELECT item_id FROM {ks}.items_by_id"
+            "set_id_conversation": f"UPDATE {ks}.items_by_id SET conversation_id = ?"
+            " WHERE crawler_id = ? AND bucket = ? AND item_id = ?",
+            "delete_thread_row": f"DELETE FROM {ks}.items_by_conversation"
+            " WHERE conversation_id = ? AND sort_at = ? AND crawler_id = ? AND item_id = ?",
+            "stored_ids": f"SELECT item_id, conversation_id FROM {ks}.items_by_id"
             " WHERE crawler_id = ? AND bucket = ? AND item_id IN ?",
+            "thread_rows": f"SELECT conversation_id, sort_at, crawler_id, item_id, fetched_at,"
+            f" {_ITEM}, TTL(source) AS remaining FROM {ks}.items_by_conversation"
+            " WHERE conversation_id IN ?",
             "totals": f"SELECT stored FROM {ks}.crawler_totals WHERE crawler_id = ?",
             "days": f"SELECT day FROM {ks}.crawler_days WHERE crawler_id = ?",
             "day_items": f"SELECT crawler_id, item_id, fetched_at, conversation_id, {_ITEM}"
@@ -199,11 +212,15 @@ class CassandraStore:
             return self._crawler_locks[crawler_id]
 
     def _add(self, session: Session, st: _Statements, items: list[Item], ttl: int) -> list[Item]:
-        known = self._existing(session, st, items)
-        new = [item for item in items if (item.crawler_id, item.id) not in known]
-        if not new:
+        wanted = {threads.key(item) for item in items} | threads.parent_keys(items)
+        stored = self._stored(session, st, wanted)
+        pairs = zip(items, threads.rooted(items, stored), strict=True)
+        added = [(given, item) for given, item in pairs if threads.key(given) not in stored]
+        if not added:
             return []
+        new = [item for _, item in added]
         self._run(session, self._item_rows(st, new, ttl))
+        self._move(session, st, threads.re_roots(added))
         self._run(session, self._id_rows(st, new))  # the commit mark: written last
         touched = {_crawler(item) for item in new}
         with self._lock:
@@ -213,36 +230,62 @@ class CassandraStore:
         self._run(session, [(st.set_total, row) for row in totals])
         return new
 
-    def _existing(self, session: Session, st: _Statements, items: list[Item]) -> set[tuple]:
-        groups = _grouped(items, lambda item: (_crawler(item), _bucket(item.id)))
+    def _stored(
+        self, session: Session, st: _Statements, keys: Collection[threads.Key]
+    ) -> dict[threads.Key, str | None]:
+        """Which of these items are stored, each with its conversation: one read per bucket."""
+        groups: dict[tuple[int, int], list[str]] = defaultdict(list)
+        for crawler, item_id in sorted(keys):
+            groups[(crawler, _bucket(item_id))].append(item_id)
         reads: Work = [
-            (st.existing_ids, (crawler, bucket, [item.id for item in chunk]))
-            for (crawler, bucket), members in groups.items()
-            for chunk in _chunks(members, IDS_PER_READ)
+            (st.stored_ids, (crawler, bucket, chunk))
+            for (crawler, bucket), item_ids in groups.items()
+            for chunk in _chunks(item_ids, IDS_PER_READ)
         ]
-        known = set()
+        found = {}
         for (_, (crawler, _, _)), rows in zip(reads, self._run(session, reads), strict=True):
-            known.update((crawler, row.item_id) for row in rows)
-        return known
+            found.update(((crawler, row.item_id), row.conversation_id) for row in rows)
+        return found
 
     def _item_rows(self, st: _Statements, items: list[Item], ttl: int) -> Work:
         """Rows of items_by_crawler, crawler_days and items_by_conversation, by partition."""
-        by_day = _grouped(items, lambda item: (_crawler(item), _day(item.fetched_at)))
-        work = _batches(
-            st.insert_item,
-            by_day,
-            lambda key, item: (*key, *_key_values(item), item.conversation_id, ttl),
-        )
         day_ttl = ttl + int(DAY.total_seconds()) if ttl else 0  # outlives the day's items
-        work += [(st.insert_day, (crawler, day, day_ttl)) for crawler, day in by_day]
-        threads = _grouped([i for i in items if i.conversation_id], lambda i: i.conversation_id)
-        work += _batches(st.insert_conversation, threads, lambda _, item: _thread_values(item, ttl))
-        return work
+        days = {(_crawler(item), _day(item.fetched_at)) for item in items}
+        return [
+            *_crawler_rows(st, items, ttl),
+            *((st.insert_day, (crawler, day, day_ttl)) for crawler, day in days),
+            *_thread_rows(st, items, ttl),
+        ]
+
+    def _move(self, session: Session, st: _Statements, moves: dict[threads.Key, str]) -> None:
+        """Fold each conversation a new reply names into the reply's root (threads.re_roots).
+
+        Rows are copied to the root, with the time they have left, before they are deleted
+        where they were, and all before the reply's commit mark: a move cut short is finished
+        by the retry. The conversations are read with `IN`, a hundred a request.
+        """
+        if not moves:
+            return
+        names = sorted({conversation for _, conversation in moves})
+        reads: Work = [(st.thread_rows, (chunk,)) for chunk in _chunks(names, IDS_PER_READ)]
+        rows = [
+            row
+            for result in self._run(session, reads)
+            for row in result
+            if (row.crawler_id, row.conversation_id) in moves
+        ]
+        self._run(session, _copies(st, rows, moves))
+        keys = [(row.conversation_id, row.sort_at, row.crawler_id, row.item_id) for row in rows]
+        self._run(session, [(st.delete_thread_row, key) for key in keys])
 
     def _id_rows(self, st: _Statements, items: list[Item]) -> Work:
         """Ids outlive retention: an item is never stored twice, as SQLite's rows do."""
         groups = _grouped(items, lambda item: (_crawler(item), _bucket(item.id)))
-        return _batches(st.insert_id, groups, lambda key, item: (*key, item.id, item.fetched_at))
+        return _batches(
+            st.insert_id,
+            groups,
+            lambda key, item: (*key, item.id, item.fetched_at, item.conversation_id),
+        )
 
     def _run(self, session: Session, work: Work) -> list[Any]:
         """Send statements with at most IN_FLIGHT outstanding; the first failure raises."""
@@ -309,14 +352,14 @@ def _day(moment: datetime) -> date:
     return moment.astimezone(UTC).date() if moment.tzinfo else moment.date()
 
 
-def _grouped(items: Iterable[Item], key: Callable[[Item], _Key]) -> dict[_Key, list[Item]]:
-    groups: dict[_Key, list[Item]] = defaultdict(list)
+def _grouped(items: Iterable[_T], key: Callable[[_T], _Key]) -> dict[_Key, list[_T]]:
+    groups: dict[_Key, list[_T]] = defaultdict(list)
     for item in items:
         groups[key(item)].append(item)
     return groups
 
 
-def _chunks(items: list[Item], size: int) -> Iterator[list[Item]]:
+def _chunks(items: list[_T], size: int) -> Iterator[list[_T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -335,6 +378,36 @@ def _batches(
             for item in chunk:
                 batch.add(statement, values(key, item))
             work.append((batch, None))
+    return work
+
+
+def _crawler_rows(st: _Statements, items: list[Item], ttl: int) -> Work:
+    """items_by_crawler rows, one batch per (crawler, day) partition chunk."""
+    by_day = _grouped(items, lambda item: (_crawler(item), _day(item.fetched_at)))
+    return _batches(
+        st.insert_item,
+        by_day,
+        lambda key, item: (*key, *_key_values(item), item.conversation_id, ttl),
+    )
+
+
+def _thread_rows(st: _Statements, items: list[Item], ttl: int) -> Work:
+    """items_by_conversation rows of the items that are in a conversation."""
+    by_thread = _grouped([i for i in items if i.conversation_id], lambda i: i.conversation_id)
+    return _batches(st.insert_conversation, by_thread, lambda _, item: _thread_values(item, ttl))
+
+
+def _copies(st: _Statements, rows: list[Any], moves: dict[threads.Key, str]) -> Work:
+    """Rows of folded conversations written again under their roots, for the time they have
+    left, and their ids told the root (a later reply to one of them joins it there)."""
+    work: Work = []
+    for remaining, group in _grouped(rows, lambda row: row.remaining or 0).items():
+        items = [_item_from_row(row, moves[row.crawler_id, row.conversation_id]) for row in group]
+        work += _crawler_rows(st, items, remaining) + _thread_rows(st, items, remaining)
+        work += [
+            (st.set_id_conversation, (i.conversation_id, _crawler(i), _bucket(i.id), i.id))
+            for i in items
+        ]
     return work
 
 

@@ -6,8 +6,9 @@ once applied. There is one table per read path:
 
 - items_by_crawler: a crawler's items newest first, one partition per crawler per UTC day,
   so no partition grows without bound; crawler_days lists the days that have items.
-- items_by_id: which items a crawler has ever stored, for idempotent writes: 16 buckets per
-  crawler, ids only, kept past retention so an expired item is not collected again.
+- items_by_id: which items a crawler has ever stored, for idempotent writes, and the
+  conversation each is in, for its replies to join: 16 buckets per crawler, kept past
+  retention so an expired item is not collected again.
 - items_by_conversation: the items of one conversation, oldest first.
 - crawler_totals: items stored per crawler as one absolute total per writer process, so every
   write can be repeated safely (no counters).
@@ -64,10 +65,11 @@ VERSIONS: tuple[SchemaVersion, ...] = (
     ),
     SchemaVersion(
         2,
-        "items keep their html",
+        "items keep their html; ids know their conversation, for replies to join its root",
         (
             "ALTER TABLE {ks}.items_by_crawler ADD IF NOT EXISTS html text",
             "ALTER TABLE {ks}.items_by_conversation ADD IF NOT EXISTS html text",
+            "ALTER TABLE {ks}.items_by_id ADD IF NOT EXISTS conversation_id text",
         ),
     ),
 )

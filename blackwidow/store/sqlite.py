@@ -6,12 +6,15 @@ hub's SQL only. Retention is an `expires_at` per row that reads respect.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
-from collections.abc import Collection, Sequence
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from blackwidow.store import threads
 from blackwidow.store.base import StoreUnavailable
 from sources.model import Item, utc_text
 
@@ -54,6 +57,11 @@ _INSERT = (
     f"INSERT OR IGNORE INTO items ({_COLUMNS}, expires_at)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+_SELECT_CONVERSATIONS = (  # expired rows too: a reply joins its thread whenever it arrives
+    "SELECT item_id, conversation_id FROM items"
+    " WHERE crawler_id = ? AND item_id IN (SELECT value FROM json_each(?))"
+)
+_MOVE = "UPDATE items SET conversation_id = ? WHERE crawler_id = ? AND conversation_id = ?"
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
 _SELECT_NEWEST = (
     f"SELECT {_COLUMNS} FROM items WHERE crawler_id = ? AND {_LIVE}"
@@ -98,17 +106,36 @@ class SqliteStore:
         """Insert unseen items in one transaction; the first write of an item wins.
 
         Keeping the first copy keeps `fetched_at` stable, so re-delivery never reorders.
+        Replies join their thread's root first (blackwidow.store.threads): parents are read in
+        one query per crawler, and replies stored before a new item came move to its root.
         """
         if any(item.crawler_id is None for item in items):
             raise ValueError("every item needs a crawler_id before it is stored")
         if not items:
             return []
-        added = []
         with self._lock, self._transaction():
-            for item in items:
-                if self._db.execute(_INSERT, _to_row(item, ttl)).rowcount:
-                    added.append(item)
-        return added
+            stored = self._conversations(threads.parent_keys(items))
+            added = [
+                (given, item)
+                for given, item in zip(items, threads.rooted(items, stored), strict=True)
+                if self._db.execute(_INSERT, _to_row(item, ttl)).rowcount
+            ]
+            moves = threads.re_roots(added).items()
+            self._db.executemany(_MOVE, [(root, *conversation) for conversation, root in moves])
+        return [item for _, item in added]
+
+    def _conversations(self, keys: Iterable[threads.Key]) -> dict[threads.Key, str | None]:
+        """The conversation of each of these items that is stored."""
+        ids: dict[int, list[str]] = defaultdict(list)
+        for crawler_id, item_id in keys:
+            ids[crawler_id].append(item_id)
+        return {
+            (crawler_id, item_id): conversation_id
+            for crawler_id, some in ids.items()
+            for item_id, conversation_id in self._db.execute(
+                _SELECT_CONVERSATIONS, (crawler_id, json.dumps(some))
+            )
+        }
 
     def items(self, crawler_id: int, limit: int) -> list[Item]:
         return self._select(_SELECT_NEWEST, (crawler_id, _now_text(), limit))

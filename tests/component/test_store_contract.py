@@ -12,6 +12,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -240,6 +241,77 @@ def test_a_conversation_reads_oldest_first_across_the_given_crawlers_only(
     assert store.conversation(f"unknown-{one}", [one, two, three], 10) == []
     reply = store.conversation(thread, [one], 1)[0]
     assert (reply.conversation_id, reply.crawler_id, reply.published_at) == (thread, one, later)
+
+
+def thread(crawler_id: int) -> list[Item]:
+    """A post with comments, a reply and a reply to the reply, as an RSS parser gives them: a
+    reply names its parent (thr:in-reply-to) as its conversation, knowing no more."""
+    root, reply, deep = (f"{crawler_id}-{name}" for name in ("root", "reply", "deep"))
+    return [
+        make_item(root, crawler_id, conversation=root),
+        replace(make_item(reply, crawler_id, 1, root, T0 + timedelta(minutes=1)), in_reply_to=root),
+        replace(
+            make_item(deep, crawler_id, 2, reply, T0 + timedelta(minutes=2)), in_reply_to=reply
+        ),
+    ]
+
+
+def conversations(store: Store, crawler_id: int) -> dict[str, str | None]:
+    return {item.id: item.conversation_id for item in store.items(crawler_id, 10)}
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0), (1, 2, 0)], ids=str)
+def test_a_thread_in_one_batch_joins_its_root(
+    store: Store, crawler_ids: tuple[int, ...], order: tuple[int, ...]
+) -> None:
+    one = crawler_ids[0]
+    items = thread(one)
+    added = store.add([items[n] for n in order])
+    root = items[0].id
+    assert {item.conversation_id for item in added} == {root}
+    assert ids(store.conversation(root, [one], 10)) == ids(items)
+    assert conversations(store, one) == dict.fromkeys(ids(items), root)
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0), (1, 2, 0), (2, 0, 1)], ids=str)
+def test_a_thread_across_batches_joins_its_root_whatever_comes_first(
+    store: Store, crawler_ids: tuple[int, ...], order: tuple[int, ...]
+) -> None:
+    """A reply stored before its parent moves to the root when the parent comes."""
+    one = crawler_ids[0]
+    items = thread(one)
+    for n in order:
+        assert len(store.add([items[n]])) == 1
+    root, reply, deep = ids(items)
+    assert ids(store.conversation(root, [one], 10)) == [root, reply, deep]
+    assert store.conversation(reply, [one], 10) == store.conversation(deep, [one], 10) == []
+    assert conversations(store, one) == dict.fromkeys(ids(items), root)
+
+    assert store.add(list(reversed(items))) == []  # re-delivered: nothing new, nothing moves
+    assert store.count(one) == 3
+    assert ids(store.conversation(root, [one], 10)) == [root, reply, deep]
+
+
+def test_a_reply_joins_only_its_own_crawlers_thread(
+    store: Store, crawler_ids: tuple[int, ...]
+) -> None:
+    one, two, _ = crawler_ids
+    root, reply, deep = thread(one)
+    store.add([root, reply])
+    [alone] = store.add([deep.for_crawler(two)])
+    assert alone.conversation_id == reply.id
+
+
+def test_a_conversation_the_source_named_is_kept(
+    store: Store, crawler_ids: tuple[int, ...]
+) -> None:
+    """X names a reply's root itself; only a conversation equal to in_reply_to is resolved."""
+    one = crawler_ids[0]
+    parent = make_item(f"{one}-1", one, conversation=f"{one}-elsewhere")
+    reply = replace(make_item(f"{one}-2", one, 1, f"{one}-0"), in_reply_to=parent.id)
+    store.add([parent])
+    assert store.add([reply]) == [reply]
+    assert conversations(store, one)[reply.id] == f"{one}-0"
 
 
 def test_retention_hides_expired_items_but_keeps_them_counted(
