@@ -404,10 +404,11 @@ def _copies(st: _Statements, rows: list[Any], moves: dict[threads.Key, str]) -> 
     for remaining, group in _grouped(rows, lambda row: row.remaining or 0).items():
         items = [_item_from_row(row, moves[row.crawler_id, row.conversation_id]) for row in group]
         work += _crawler_rows(st, items, remaining) + _thread_rows(st, items, remaining)
-        work += [
-            (st.set_id_conversation, (i.conversation_id, _crawler(i), _bucket(i.id), i.id))
-            for i in items
-        ]
+        work += _batches(
+            st.set_id_conversation,
+            _grouped(items, lambda item: (_crawler(item), _bucket(item.id))),
+            lambda key, item: (item.conversation_id, *key, item.id),
+        )
     return work
 
 
