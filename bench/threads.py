@@ -29,6 +29,8 @@ from unittest import mock
 
 from bench.ingest import BATCH, local_cassandra, make_items
 from blackwidow.store import Store, open_store, threads, upgrade_store
+from blackwidow.store.cassandra import make_cluster
+from blackwidow.store.cassandra_config import parse
 from sources.model import Item
 
 WARMUP = 5_000
@@ -91,6 +93,7 @@ def measure(url: str, count: int) -> dict[str, float]:
     store = open_store(url)
     try:
         add_all(store, make_items(WARMUP, 9))
+        replies_after_parents(store, WARMUP, 8)  # warms the conversation table's path too
         with no_roots():
             without = replies_after_parents(store, count, 2)
         seconds = {
@@ -124,9 +127,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-sqlite-") as work:
         report("sqlite", measure(f"sqlite:///{Path(work) / 'items.db'}", args.items))
     with local_cassandra(args.cassandra) as contact:
-        url = f"cassandra://{contact}/bench_{uuid.uuid4().hex[:8]}?consistency=ONE"
+        keyspace = f"bench_{uuid.uuid4().hex[:8]}"
+        url = f"cassandra://{contact}/{keyspace}?consistency=ONE"
         upgrade_store(url)
-        report("cassandra", measure(url, args.items))
+        try:
+            report("cassandra", measure(url, args.items))
+        finally:
+            drop_keyspace(url, keyspace)
+
+
+def drop_keyspace(url: str, keyspace: str) -> None:
+    """A Cassandra the benchmark did not start may be shared: leave nothing behind in it."""
+    cluster = make_cluster(parse(url.removeprefix("cassandra://")))
+    try:
+        cluster.connect().execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
+    finally:
+        cluster.shutdown()
 
 
 if __name__ == "__main__":
