@@ -73,10 +73,11 @@ def _published_at(entry: Any) -> datetime | None:
 def _thread(entry: Any, item_id: str) -> tuple[str | None, str | None]:
     """(conversation_id, in_reply_to) from the feed's own threading, when it has any.
 
-    A reply (Atom threading, RFC 4685 `thr:in-reply-to`) belongs to the conversation of the
-    entry it answers; an entry that has a comment thread (`<comments>`, `wfw:commentRss` or
-    an Atom `replies` link) starts one named by its own id, so its replies, which can name
-    only its id, join it. Other entries are in no conversation.
+    A reply (Atom threading, RFC 4685 `thr:in-reply-to`) names only the entry it answers, so
+    it is given that entry's id for both; the store, which knows the parent, puts it in the
+    conversation of the thread's root (blackwidow.store.threads). An entry that has a comment
+    thread (`<comments>`, `wfw:commentRss` or an Atom `replies` link) starts one named by its
+    own id. Other entries are in no conversation.
     """
     parent = entry.get("thr_in-reply-to") or {}
     reply_to = (parent.get("ref") or "").strip() or None
