@@ -59,6 +59,7 @@ class Settings:
     redis_url: str | None = field(default=None, repr=False)
     queue_maxlen: int = 100_000  # entries each crawler's stream keeps, trimmed approximately
     node_buffer: int = 5000  # items a node holds per subscriber, and in its queue outbox
+    outbox_dir: str = "blackwidow-outbox"  # a node's queue spool file lives here, per address
     # a node's own provider credentials: source -> name -> validated fields (secrets inside)
     credentials: Mapping[str, Mapping[str, dict[str, Any]]] = field(
         default_factory=dict, repr=False
@@ -215,6 +216,7 @@ _VARIABLES = {
     "BLACKWIDOW_REDIS_URL": ("redis_url", _text),
     "BLACKWIDOW_QUEUE_MAXLEN": ("queue_maxlen", _positive_int),
     "BLACKWIDOW_NODE_BUFFER": ("node_buffer", _positive_int),
+    "BLACKWIDOW_OUTBOX_DIR": ("outbox_dir", _text),
     "BLACKWIDOW_CREDENTIALS": ("credentials", _credentials),
     "BLACKWIDOW_SEARCH_INTERVAL": ("search_interval", _seconds),
     "BLACKWIDOW_RATE_LIMIT_WAIT": ("rate_limit_wait", _seconds),

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 import time
 from typing import Any
 
 from blackwidow import serving
 from blackwidow.queue import Outbox, open_queue
+from blackwidow.queue.spool import Spool, spool_path
 from blackwidow.settings import Settings
-from blackwidow.store import open_store
+from blackwidow.store import StoreUnavailable, open_store
 from sources.credentials import CredentialBook
 from sources.fetcher import GuardedFetcher
 from sources.pool import DataSourcePool
@@ -20,15 +23,20 @@ from spawn.app import create_node_app
 from spawn.node import Node
 from spawn.sink import NodeSink
 
+log = logging.getLogger(__name__)
+
 
 def run_node(
     settings: Settings, hub_url: str, host: str, port: int, advertise_url: str | None
 ) -> None:
     """Serve a node until it is told to stop (README steps 2, 4, 5 and 7)."""
     store = open_store(settings.store_url)
-    queue = open_queue(settings.redis_url, settings.queue_maxlen)
-    outbox = Outbox(queue, capacity=settings.node_buffer) if queue is not None else None
+    outbox = _open_outbox(settings, host, port)
     sink = NodeSink(store, outbox)
+    try:
+        sink.replay_interrupted()
+    except StoreUnavailable as error:  # the first store write tries again
+        log.warning("outbox replay waits for the store error=%s", error)
     credentials = CredentialBook(settings.credentials)
     scheduler = FetchScheduler(
         fetchers=settings.fetchers,
@@ -87,3 +95,12 @@ def run_node(
         store.close()
 
     serving.run(server, url, on_stop=_shutdown)
+
+
+def _open_outbox(settings: Settings, host: str, port: int) -> Outbox | None:
+    """The queue's outbox on this node's spool file, holding what a killed predecessor left."""
+    queue = open_queue(settings.redis_url, settings.queue_maxlen)
+    if queue is None:
+        return None
+    spool = Spool(spool_path(settings.outbox_dir, host, port, os.getpid()))
+    return Outbox(queue, spool, capacity=settings.node_buffer)

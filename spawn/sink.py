@@ -1,4 +1,4 @@
-"""The node's item sink: the store first, then the queue for the items that were new.
+"""The node's item sink: the store, with the queue's entries spooled around each write.
 
 Subscribers see one `add`; this is where a store or queue outage becomes an error they hold
 items for (and, once their buffer is full, backpressure on the data sources).
@@ -17,7 +17,7 @@ _T = TypeVar("_T")
 
 
 class QueueBacklogFull(Exception):
-    """The queue has not taken earlier items yet; new ones wait rather than pile up in memory."""
+    """The queue has not taken earlier items yet; new ones wait rather than pile up."""
 
 
 class NodeSink:
@@ -27,14 +27,33 @@ class NodeSink:
         self._store_error: str | None = None
 
     def add(self, items: Sequence[Item], ttl: int | None = None) -> list[Item]:
-        """Store items, then queue the new ones; refuses up front while the queue is backed up."""
-        if self._outbox is not None and not self._outbox.has_room():
+        """Store items and queue the new ones; refuses up front while the queue is backed up.
+
+        With a queue, the entries are spooled before the store is asked and settled after it
+        answers, so no item is stored without its entry on disk, whenever the node dies.
+        """
+        if self._outbox is None:
+            return self._tracked(lambda: self._store.add(items, ttl))
+        if not self._outbox.has_room():
             pending = self._outbox.stats()["pending"]
             raise QueueBacklogFull(f"queue: {pending} stored items wait for the queue")
-        new = self._tracked(lambda: self._store.add(items, ttl))
-        if new and self._outbox is not None:
-            self._outbox.put(new)
+        self.replay_interrupted()
+        staged = self._outbox.stage(items, ttl)
+        try:
+            new = self._tracked(lambda: self._store.add(items, ttl))
+        except BaseException:
+            self._outbox.discard(staged)
+            raise
+        self._outbox.settle(staged, new)
         return new
+
+    def replay_interrupted(self) -> None:
+        """Finish the writes a killed node process spooled but never saw answered (at start,
+        and before each add until the store answers): StoreUnavailable while it is down."""
+        if self._outbox is not None:
+            self._outbox.replay_interrupted(
+                lambda items, ttl: self._tracked(lambda: self._store.add(items, ttl))
+            )
 
     def count(self, crawler_id: int) -> int:
         return self._tracked(lambda: self._store.count(crawler_id))

@@ -16,6 +16,7 @@ import redis
 
 from blackwidow.queue import Outbox, QueueError, RedisStreamQueue, item_from_entry, open_queue
 from blackwidow.queue.redis_stream import stream_key
+from blackwidow.queue.spool import Spool
 from sources.backoff import doubling_delay
 from sources.model import Item
 from tests.services.redis import Redis as RedisServer
@@ -87,6 +88,12 @@ def queue(redis_url: str) -> Iterator[RedisStreamQueue]:
     opened = RedisStreamQueue(redis_url, maxlen=1000)
     yield opened
     opened.close()
+
+
+@pytest.fixture
+def spool(tmp_path: Path) -> Spool:
+    """The outbox's file; `Outbox.stop` closes it."""
+    return Spool(tmp_path / "outbox.db")
 
 
 @pytest.fixture
@@ -199,13 +206,13 @@ def test_a_down_redis_fails_fast_without_showing_the_password():
     down.close()
 
 
-def test_items_without_a_crawler_are_refused(queue):
+def test_items_without_a_crawler_are_refused(queue, spool):
     orphan = make_item(0, None)
 
     with pytest.raises(ValueError, match="crawler_id"):
         queue.push([orphan])
     with pytest.raises(ValueError, match="crawler_id"):
-        Outbox(queue, capacity=10).put([orphan])
+        Outbox(queue, spool, capacity=10).put([orphan])
 
 
 def test_open_queue(redis_url):
@@ -227,9 +234,9 @@ def test_retry_delays_double_from_a_fifth_of_a_second_to_ten():
     assert delays == [0.0, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 10.0, 10.0]
 
 
-def test_the_outbox_pushes_at_once_while_all_is_well(queue, client, new_crawler):
+def test_the_outbox_pushes_at_once_while_all_is_well(queue, spool, client, new_crawler):
     crawler_id = new_crawler()
-    outbox = Outbox(queue, capacity=10)  # no background thread: the caller's thread pushes
+    outbox = Outbox(queue, spool, capacity=10)  # no background thread: the caller's thread pushes
     items = [make_item(n, crawler_id) for n in range(3)]
 
     outbox.put(items)
@@ -240,10 +247,10 @@ def test_the_outbox_pushes_at_once_while_all_is_well(queue, client, new_crawler)
     assert streamed(client, crawler_id) == items
 
 
-def test_the_outbox_rides_out_an_outage_in_order(spare_redis):
+def test_the_outbox_rides_out_an_outage_in_order(spare_redis, spool):
     spare_redis.up()
     queue = RedisStreamQueue(spare_redis.url, maxlen=1000)
-    outbox = Outbox(queue, capacity=20)
+    outbox = Outbox(queue, spool, capacity=20)
     outbox.start()
     batches = [[make_item(n, 7) for n in range(start, start + 5)] for start in range(0, 30, 5)]
     try:
@@ -275,9 +282,9 @@ def test_the_outbox_rides_out_an_outage_in_order(spare_redis):
         queue.close()
 
 
-def test_stop_makes_a_last_attempt_to_flush(spare_redis):
+def test_stop_makes_a_last_attempt_to_flush(spare_redis, spool):
     queue = RedisStreamQueue(spare_redis.url, maxlen=1000)  # not started yet: down
-    outbox = Outbox(queue, capacity=20)
+    outbox = Outbox(queue, spool, capacity=20)
     items = [make_item(n, 3) for n in range(4)]
     try:
         outbox.put(items[:2])
@@ -294,10 +301,10 @@ def test_stop_makes_a_last_attempt_to_flush(spare_redis):
         queue.close()
 
 
-def test_a_put_during_a_push_waits_behind_it_without_blocking(spare_redis):
+def test_a_put_during_a_push_waits_behind_it_without_blocking(spare_redis, spool):
     spare_redis.up()
     queue = RedisStreamQueue(spare_redis.url, maxlen=1000)
-    outbox = Outbox(queue, capacity=20)
+    outbox = Outbox(queue, spool, capacity=20)
     outbox.start()
     first, second = [make_item(n, 5) for n in range(3)], [make_item(n, 5) for n in range(3, 6)]
     with redis.Redis.from_url(spare_redis.url) as client:
@@ -320,9 +327,9 @@ def test_a_put_during_a_push_waits_behind_it_without_blocking(spare_redis):
             queue.close()
 
 
-def test_the_outbox_keeps_each_callers_order_across_threads(queue, client, new_crawler):
+def test_the_outbox_keeps_each_callers_order_across_threads(queue, spool, client, new_crawler):
     crawler_id = new_crawler()
-    outbox = Outbox(queue, capacity=1000)
+    outbox = Outbox(queue, spool, capacity=1000)
     outbox.start()
 
     def produce(thread: int) -> None:

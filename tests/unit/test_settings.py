@@ -58,6 +58,7 @@ def test_unrelated_variables_are_ignored():
         ("BLACKWIDOW_NODE_NETWORKS", "10.0.0.0/8, 127.0.0.1", "node_networks", NETWORKS),
         ("BLACKWIDOW_NODE_CAPACITY", "7", "node_capacity", 7),
         ("BLACKWIDOW_FETCHERS", "64", "fetchers", 64),
+        ("BLACKWIDOW_OUTBOX_DIR", "/var/lib/blackwidow", "outbox_dir", "/var/lib/blackwidow"),
         ("BLACKWIDOW_HOST_CONCURRENCY", "8", "host_concurrency", 8),
         ("BLACKWIDOW_HOST_GAP", "0", "host_gap", 0.0),
         ("BLACKWIDOW_HOST_GAP", "1.5", "host_gap", 1.5),

@@ -1,0 +1,128 @@
+"""The outbox's spool: queue entries kept in a SQLite file on the node until Redis has them.
+
+A node killed while Redis is down would otherwise lose the entries of items it had stored:
+the items stay in the store, but downstream never hears of them. One file per node process
+(`spool_path`), locked while open, so two nodes on one machine never share entries.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from blackwidow.queue.redis_stream import entry_fields, item_from_entry
+from sources.model import Item
+
+# `stored` is 0 for an entry written before the store was asked (the store's answer decides
+# whether it is kept), 1 for an item the store took as new: it waits only for the queue.
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    fields TEXT NOT NULL,
+    ttl INTEGER,
+    stored INTEGER NOT NULL
+)
+"""
+_SAFE = re.compile(r"[^A-Za-z0-9.-]+")
+
+
+class SpoolInUse(Exception):
+    """Another live process holds this spool file."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    seq: int
+    item: Item
+    ttl: int | None
+
+
+def spool_path(directory: str, host: str, port: int, pid: int) -> Path:
+    """The spool file of a node: named by its address, so a node restarted on the same host
+    and port replays what its predecessor left; by process when the port is picked at random
+    (port 0), since no later process would have that address again."""
+    where = f"{host}-{port}" if port else f"{host}-pid{pid}"
+    return Path(directory) / f"outbox-{_SAFE.sub('_', where)}.db"
+
+
+class Spool:
+    """Entries in order of `seq`. Commits survive the process (WAL, synchronous=NORMAL); a
+    power loss may take the last few, as with the hub's SQLite."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._path = path
+        self._lock_file = open(f"{path}.lock", "a")  # noqa: SIM115 (held while open)
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_file.close()
+            raise SpoolInUse(f"{path} is in use by another node process") from None
+        self._db = sqlite3.connect(path, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(_SCHEMA)
+        self._guard = threading.Lock()
+
+    def add(self, items: Sequence[Item], ttl: int | None, stored: bool) -> list[int]:
+        """Write entries in one transaction; their seqs, in the items' order."""
+        rows = [(json.dumps(entry_fields(item)), ttl, int(stored)) for item in items]
+        with self._guard, self._db:
+            return [
+                self._db.execute(
+                    "INSERT INTO entries (fields, ttl, stored) VALUES (?, ?, ?)", row
+                ).lastrowid
+                for row in rows
+            ]
+
+    def settle(self, kept: Sequence[int], dropped: Sequence[int]) -> None:
+        """In one transaction: `kept` entries now wait only for the queue; `dropped` go."""
+        with self._guard, self._db:
+            self._db.executemany("UPDATE entries SET stored = 1 WHERE seq = ?", _rows(kept))
+            self._db.executemany("DELETE FROM entries WHERE seq = ?", _rows(dropped))
+
+    def remove(self, seqs: Sequence[int]) -> None:
+        with self._guard, self._db:
+            self._db.executemany("DELETE FROM entries WHERE seq = ?", _rows(seqs))
+
+    def head(self, limit: int) -> list[Entry]:
+        """The oldest stored entries, at most `limit`."""
+        return self._select("WHERE stored = 1 ORDER BY seq LIMIT ?", (limit,))
+
+    def unsettled(self) -> list[Entry]:
+        """Entries whose store write had not answered when their process ended."""
+        return self._select("WHERE stored = 0 ORDER BY seq", ())
+
+    def counts(self) -> tuple[int, int]:
+        """(all entries, stored entries)."""
+        with self._guard:
+            total, stored = self._db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(stored), 0) FROM entries"
+            ).fetchone()
+        return total, stored
+
+    def close(self) -> None:
+        """Close the file, and delete it when nothing is left in it."""
+        empty = self.counts()[0] == 0
+        self._db.close()
+        if empty:
+            for suffix in ("", "-wal", "-shm", ".lock"):
+                Path(f"{self._path}{suffix}").unlink(missing_ok=True)
+        self._lock_file.close()
+
+    def _select(self, where: str, parameters: tuple[int, ...]) -> list[Entry]:
+        with self._guard:
+            rows = self._db.execute(
+                f"SELECT seq, fields, ttl FROM entries {where}", parameters
+            ).fetchall()
+        return [Entry(seq, item_from_entry(json.loads(fields)), ttl) for seq, fields, ttl in rows]
+
+
+def _rows(seqs: Sequence[int]) -> list[tuple[int]]:
+    return [(seq,) for seq in seqs]
