@@ -11,7 +11,7 @@ from blackwidow import db
 from blackwidow.api import conversations, crawlers, credentials, health, nodes, users
 from blackwidow.api.contention import retry_every_view
 from blackwidow.api.context import Hub
-from blackwidow.api.json_body import refuse_unreadable_json
+from blackwidow.api.gate import guard_every_view
 from blackwidow.api.schemas import ErrorOut
 from blackwidow.errors import error_body, http_error_response, register_error_handlers
 from blackwidow.monitor.node_client import NodeClient
@@ -60,9 +60,9 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         nodes.blp,
     ):
         api.register_blueprint(blueprint)
+    guard_every_view(app)
     retry_every_view(app)
     register_error_handlers(app)
-    app.before_request(refuse_unreadable_json)
     app.register_error_handler(StoreUnavailable, _store_unavailable)
     return app
 

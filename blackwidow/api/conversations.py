@@ -23,6 +23,6 @@ class Conversation(MethodView):
     def get(self, args: dict[str, Any], conversation_id: str) -> dict[str, Any]:
         """A conversation id may be a URL: send it percent-encoded or as the rest of the path."""
         with transaction() as session:
-            crawler_ids = [c.id for c in crawlers.listing(session, caller(session))]
+            crawler_ids = [c.id for c in crawlers.listing(session, caller())]
         items = hub().store.conversation(conversation_id, crawler_ids, args["limit"])
         return {"items": items}

@@ -49,7 +49,7 @@ class Crawlers(MethodView):
     @blp.response(200, CrawlerOut(many=True))
     def get(self) -> list[dict[str, Any]]:
         with transaction() as session:
-            who = caller(session)
+            who = caller()
             nodes = crawlers.assigned_nodes(session, who)
             return [_out(c, nodes.get(c.id)) for c in crawlers.listing(session, who)]
 
@@ -57,7 +57,7 @@ class Crawlers(MethodView):
     @blp.response(201, CrawlerOut)
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
         with transaction() as session:
-            return _out(crawlers.create(session, caller(session), data), None)
+            return _out(crawlers.create(session, caller(), data), None)
 
 
 @blp.route("/batch")
@@ -68,7 +68,7 @@ class CrawlerBatchView(MethodView):
         """Create many crawlers at once, all or none: an invalid entry creates nothing, and
         the error names it (`crawlers.3.query.feeds.0`). Answers them in request order."""
         with transaction() as session:
-            made = crawlers.create_batch(session, caller(session), data["crawlers"])
+            made = crawlers.create_batch(session, caller(), data["crawlers"])
             return {"crawlers": [_out(c, None) for c in made]}
 
 
@@ -78,7 +78,7 @@ class CrawlerById(MethodView):
     def get(self, crawler_id: int) -> dict[str, Any]:
         """The crawler, with its feeds' health as the node running it tells it now."""
         with transaction() as session:
-            crawler = crawlers.get(session, caller(session), crawler_id)
+            crawler = crawlers.get(session, caller(), crawler_id)
             shown = _out(crawler, crawlers.node_of(session, crawler_id))
             node = crawlers.running_node(session, crawler_id)
         return {**shown, "feeds": _feeds(node, crawler_id)}
@@ -87,14 +87,14 @@ class CrawlerById(MethodView):
     @blp.response(200, CrawlerOut)
     def patch(self, edits: dict[str, Any], crawler_id: int) -> dict[str, Any]:
         with transaction() as session:
-            crawler = crawlers.get(session, caller(session), crawler_id)
+            crawler = crawlers.get(session, caller(), crawler_id)
             crawlers.update(session, crawler, edits)
             return _out(crawler, crawlers.node_of(session, crawler_id))
 
     @blp.response(204)
     def delete(self, crawler_id: int) -> None:
         with transaction() as session:
-            crawlers.remove(session, crawlers.get(session, caller(session), crawler_id))
+            crawlers.remove(session, crawlers.get(session, caller(), crawler_id))
 
 
 @blp.route("/<int:crawler_id>/items")
@@ -103,5 +103,5 @@ class CrawlerItems(MethodView):
     @blp.response(200, ItemsOut)
     def get(self, args: dict[str, Any], crawler_id: int) -> dict[str, Any]:
         with transaction() as session:
-            crawlers.get(session, caller(session), crawler_id)
+            crawlers.get(session, caller(), crawler_id)
         return {"items": hub().store.items(crawler_id, args["limit"])}

@@ -24,7 +24,7 @@ class Credentials(MethodView):
     @blp.response(200, CredentialOut(many=True))
     def get(self, user_id: int) -> list[dict[str, Any]]:
         with transaction() as session:
-            accounts.get_user(session, caller(session), user_id)
+            accounts.get_user(session, caller(), user_id)
             return [credentials.described(c) for c in credentials.listing(session, user_id)]
 
 
@@ -38,12 +38,12 @@ class CredentialByName(MethodView):
     ) -> tuple[dict[str, Any], int]:
         """Store or replace a credential; crawlers naming it fetch with it from then on."""
         with transaction() as session:
-            accounts.get_user(session, caller(session), user_id)
+            accounts.get_user(session, caller(), user_id)
             stored, created = credentials.put(session, user_id, source, name, fields)
             return credentials.described(stored), 201 if created else 200
 
     @blp.response(204)
     def delete(self, user_id: int, source: str, name: str) -> None:
         with transaction() as session:
-            accounts.get_user(session, caller(session), user_id)
+            accounts.get_user(session, caller(), user_id)
             credentials.delete(session, user_id, source, name)

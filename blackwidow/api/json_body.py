@@ -20,8 +20,9 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def refuse_unreadable_json() -> None:
-    """A before_request hook: 400 for a JSON body Python cannot decode, 422 naming the field
-    that holds a lone surrogate. Bodies of other types are left to the views."""
+    """Run by the gate once the caller is admitted: 400 for a JSON body Python cannot
+    decode, 422 naming the field that holds a lone surrogate. Bodies of other types are left
+    to the views."""
     if not request.is_json:
         return
     raw = request.get_data(cache=True)  # cached: the view's parser reads it again

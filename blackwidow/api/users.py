@@ -24,7 +24,7 @@ class Users(MethodView):
     @blp.response(201, UserCreated)
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
         with transaction() as session:
-            require_admin(caller(session))
+            require_admin(caller())
             user, token = accounts.create_user(session, data)
             return {"id": user.id, "name": user.name, "item_limit": user.item_limit, "token": token}
 
@@ -34,14 +34,14 @@ class UserById(MethodView):
     @blp.response(200, UserOut)
     def get(self, user_id: int) -> User:
         with transaction() as session:
-            return accounts.get_user(session, caller(session), user_id)
+            return accounts.get_user(session, caller(), user_id)
 
     @blp.arguments(UserUpdate())
     @blp.response(200, UserOut)
     def patch(self, edits: dict[str, Any], user_id: int) -> User:
         """A new item budget; null removes it. Raised, it lets stopped crawlers run again."""
         with transaction() as session:
-            who = caller(session)
+            who = caller()
             require_admin(who)
             return accounts.update_user(session, accounts.get_user(session, who, user_id), edits)
 
@@ -51,6 +51,6 @@ class UserUsage(MethodView):
     @blp.response(200, UsageOut)
     def get(self, user_id: int) -> dict[str, Any]:
         with transaction() as session:
-            user = accounts.get_user(session, caller(session), user_id)
+            user = accounts.get_user(session, caller(), user_id)
             owned = crawlers.of_user(session, user_id)
             return usage.summary(user, owned, usage.billed(session, user_id))

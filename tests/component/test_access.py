@@ -261,6 +261,29 @@ def test_calls_without_a_valid_token_are_refused_and_change_nothing(
     assert snapshot(hub_app, world) == before
 
 
+BAD_INPUT: list[dict[str, Any]] = [
+    {"data": "{not json", "content_type": "application/json"},
+    {"data": '{"name": "\\ud800"}', "content_type": "application/json"},  # a lone surrogate
+    {"json": {"no such field": [1, 2]}},
+    {"json": []},
+    {"query_string": {"limit": "not-a-number"}},
+]
+
+
+@pytest.mark.parametrize(
+    "route", [r for r in ACCESS if ACCESS[r].access is not Access.ANYONE], ids=route_id
+)
+def test_strangers_are_refused_before_their_input_is_read(
+    client: FlaskClient, world: World, route: tuple[str, str]
+) -> None:
+    """A 400 or 422 before the 401 would tell a stranger the shape of the API."""
+    path = world.path(route[1])
+    for bad in BAD_INPUT:
+        for headers in ({}, bearer("not-a-token")):
+            response = client.open(path, method=route[0], headers=headers, **bad)
+            assert_unauthorized(response, f"{route} with {bad} and {headers}")
+
+
 def test_an_unset_admin_token_matches_nothing(database_url: str, tmp_path: Path) -> None:
     """Without BLACKWIDOW_ADMIN_TOKEN there is no admin: no empty or spelled-out token is one."""
     settings = Settings(

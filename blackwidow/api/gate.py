@@ -1,0 +1,49 @@
+"""The gate in front of every hub view: the caller is settled before anything reads the
+request's body or query, so a stranger gets a 401 whatever they send, never a 400 or 422 that
+would tell them the shape of the API. A route is closed unless listed here as open."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from flask import Flask, g, request
+
+from blackwidow.api.context import hub
+from blackwidow.api.json_body import refuse_unreadable_json
+from blackwidow.auth import identify
+from blackwidow.tokens import require_cluster
+
+OPEN = frozenset({"static", "api-docs.openapi_json", "health.healthz", "health.health_detail"})
+OPEN |= {"nodes.NodeCountView"}  # for autoscalers
+CLUSTER = frozenset({("nodes.Nodes", "POST")})  # node registration: the cluster secret
+
+
+def guard_every_view(app: Flask) -> None:
+    """Wrap every view registered so far; call it before `retry_every_view`, so a busy
+    database while identifying the caller is retried like the view's own statements."""
+    for endpoint, view in list(app.view_functions.items()):
+        app.view_functions[endpoint] = _guarded(endpoint, view)
+
+
+def _guarded(endpoint: str, view: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(view)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        _admit(endpoint)
+        refuse_unreadable_json()
+        return view(*args, **kwargs)
+
+    return run
+
+
+def _admit(endpoint: str) -> None:
+    """Raise the 401 for a caller this endpoint does not admit; remember who is calling."""
+    if endpoint in OPEN:
+        return
+    authorization = request.headers.get("Authorization")
+    if (endpoint, request.method) in CLUSTER:
+        require_cluster(authorization, hub().settings.cluster_secret)
+        return
+    with hub().sessions() as session:
+        g.caller = identify(session, authorization, hub().settings.admin_token)
