@@ -200,6 +200,9 @@ class MonitorLock(Base):
 
     name: Mapped[str] = mapped_column(String(40), primary_key=True)
     holder: Mapped[str | None] = mapped_column(String(64))
+    # the holder's machine boot and pid namespace (blackwidow.monitor.holders): a hub of the
+    # same place may take the lock at once when the holder's pid has ended
+    holder_place: Mapped[str | None] = mapped_column(String(64))
     expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     # raised each time the lock changes hands; every push carries it, so nodes refuse a
     # leader that lost the lock while it was still pushing

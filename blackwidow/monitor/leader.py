@@ -12,11 +12,12 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 
-from sqlalchemy import case, delete, func, or_, select, update
+from sqlalchemy import case, delete, false, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from blackwidow.models import MonitorLock
+from blackwidow.monitor import holders
 from blackwidow.node_protocol import Shard
 
 LOCK = "monitor"
@@ -28,21 +29,38 @@ def lock_name(shard: Shard) -> str:
     return LOCK if shard.count == 1 else f"{LOCK}/{shard.index}/{shard.count}"
 
 
-def _ensure(session: Session, name: str) -> None:
-    if session.get(MonitorLock, name) is not None:
-        return
+def _ensure(session: Session, name: str) -> MonitorLock | None:
+    """The lock's row, added when missing (None when another process added it first)."""
+    row = session.get(MonitorLock, name)
+    if row is not None:
+        return row
     try:
         with session.begin_nested():
             session.add(MonitorLock(name=name))
     except IntegrityError:  # another process added it first
         pass
+    return None
 
 
 def try_lead(
-    session: Session, holder: str, now: datetime, ttl: float, name: str = LOCK
+    session: Session,
+    holder: str,
+    now: datetime,
+    ttl: float,
+    name: str = LOCK,
+    place: str | None = None,
 ) -> int | None:
-    """Take or renew a lock; its epoch when `holder` leads until now + ttl, else None."""
-    _ensure(session, name)
+    """Take or renew a lock; its epoch when `holder` leads until now + ttl, else None.
+
+    An unexpired lock is taken only from a holder of this `place` whose process has ended
+    (a hub restarted on its machine); never from a live one, nor from another place.
+    """
+    row = _ensure(session, name)
+    gone = (
+        row.holder
+        if row is not None and holders.departed(row.holder, row.holder_place, holder, place)
+        else None
+    )
     result = session.execute(
         update(MonitorLock)
         .where(
@@ -51,6 +69,7 @@ def try_lead(
                 MonitorLock.holder == holder,
                 MonitorLock.holder.is_(None),
                 MonitorLock.expires_at < now,
+                MonitorLock.holder == gone if gone else false(),
             ),
         )
         .values(
@@ -58,6 +77,7 @@ def try_lead(
                 (MonitorLock.holder == holder, MonitorLock.epoch), else_=MonitorLock.epoch + 1
             ),
             holder=holder,
+            holder_place=place,
             expires_at=now + timedelta(seconds=ttl),
         )
     )
@@ -84,19 +104,30 @@ def record_cycle(
     )
 
 
-def fair_share(session: Session, holder: str, now: datetime, ttl: float, shards: int) -> int:
-    """Announce this process and count the live ones: how many shards it should lead."""
+def fair_share(
+    session: Session,
+    holder: str,
+    now: datetime,
+    ttl: float,
+    shards: int,
+    place: str | None = None,
+) -> int:
+    """Announce this process and count the live ones: how many shards it should lead.
+
+    Processes of this place that have ended no longer count, expired or not.
+    """
     session.execute(
         delete(MonitorLock).where(
             MonitorLock.name.startswith(PRESENCE), MonitorLock.expires_at < now
         )
     )
+    _forget_departed(session, holder, place)
     name = presence_name(holder)
     _ensure(session, name)
     session.execute(
         update(MonitorLock)
         .where(MonitorLock.name == name)
-        .values(holder=holder, expires_at=now + timedelta(seconds=ttl))
+        .values(holder=holder, holder_place=place, expires_at=now + timedelta(seconds=ttl))
     )
     live = session.scalar(
         select(func.count()).where(
@@ -104,6 +135,19 @@ def fair_share(session: Session, holder: str, now: datetime, ttl: float, shards:
         )
     )
     return math.ceil(shards / max(1, live or 1))
+
+
+def _forget_departed(session: Session, holder: str, place: str | None) -> None:
+    if place is None:
+        return
+    rows = session.execute(
+        select(MonitorLock.name, MonitorLock.holder).where(
+            MonitorLock.name.startswith(PRESENCE), MonitorLock.holder_place == place
+        )
+    )
+    gone = [name for name, other in rows if holders.departed(other, place, holder, place)]
+    if gone:
+        session.execute(delete(MonitorLock).where(MonitorLock.name.in_(gone)))
 
 
 def presence_name(holder: str) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow.models import utcnow
-from blackwidow.monitor import leader
+from blackwidow.monitor import holders, leader
 from blackwidow.monitor.detector import PhiAccrualDetector, PhiSettings
 from blackwidow.monitor.liveness import Liveness
 from blackwidow.monitor.memory import ShardMemory
@@ -157,6 +157,7 @@ class MonitorLoop(threading.Thread):
         self._settings = settings
         # host and pid tell support staff which process leads (GET /api/v1/health)
         self._holder = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._place = holders.here()  # lets a restarted hub take a dead holder's locks
         self._stopping = threading.Event()
         self._shards = [Shard(i, settings.monitor_shards) for i in range(settings.monitor_shards)]
         # each process tries the shards from its own starting point, so they rarely collide
@@ -175,7 +176,9 @@ class MonitorLoop(threading.Thread):
         now, asked_at = utcnow(), time.monotonic()
         drops: list[tuple[Shard, str]] = []
         with self._sessions.begin() as session:
-            share = leader.fair_share(session, self._holder, now, self._lock_ttl, len(self._shards))
+            share = leader.fair_share(
+                session, self._holder, now, self._lock_ttl, len(self._shards), self._place
+            )
             for shard in self._shards:
                 name = leader.lock_name(shard)
                 held = shard in self._led
@@ -186,7 +189,9 @@ class MonitorLoop(threading.Thread):
                     leader.release(session, self._holder, name)
                     drops.append((shard, "handed over"))
                     continue
-                epoch = leader.try_lead(session, self._holder, now, self._lock_ttl, name)
+                epoch = leader.try_lead(
+                    session, self._holder, now, self._lock_ttl, name, self._place
+                )
                 if epoch is None and held:
                     drops.append((shard, "lost the lead"))
                 elif epoch is not None and held:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
+from subprocess import PIPE
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import db
 from blackwidow.models import MonitorLock, utcnow
-from blackwidow.monitor import leader
+from blackwidow.monitor import holders, leader
 from blackwidow.node_protocol import Shard
 
 TTL = 10.0
@@ -120,3 +124,58 @@ def test_hub_processes_share_the_shards_fairly(sessions):
     with sessions.begin() as session:
         leader.leave(session, "h:1:aaaa")
     assert share("h:2:bbbb", after=2 * TTL) == 5
+
+
+@pytest.fixture
+def ended_pid() -> int:
+    """The pid of a process of this machine that has ended (and been reaped)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    return int(done.stdout)
+
+
+@pytest.fixture
+def live_pid() -> Iterator[int]:
+    running = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=PIPE)
+    yield running.pid
+    running.communicate()
+
+
+def lead_from(
+    sessions: sessionmaker[Session], holder: str, place: str | None, name: str = leader.LOCK
+) -> int | None:
+    with sessions.begin() as session:
+        return leader.try_lead(session, holder, utcnow(), TTL, name, place)
+
+
+def test_a_hub_restarted_on_its_machine_takes_a_dead_holder_s_lock_at_once(sessions, ended_pid):
+    here = holders.here()
+    assert here is not None  # Linux: the tests run where /proc tells
+    dead = f"hub-host:{ended_pid}:0badf00d"
+    first = lead_from(sessions, dead, here)
+    assert first is not None
+
+    assert lead_from(sessions, "other-host:1:aaaaaaaa", "another-boot/1") is None
+    assert lead_from(sessions, "no-proc:1:bbbbbbbb", None) is None
+    assert lead_from(sessions, f"hub-host:{os.getpid()}:cccccccc", here) == first + 1
+    assert lock(sessions).holder_place == here
+
+
+def test_a_live_holder_or_one_elsewhere_keeps_its_lock(sessions, live_pid, ended_pid):
+    here = holders.here()
+    assert lead_from(sessions, f"hub-host:{live_pid}:11111111", here) is not None
+    assert lead_from(sessions, f"hub-host:{os.getpid()}:22222222", here) is None
+
+    name = leader.lock_name(Shard(1, 2))
+    assert lead_from(sessions, f"far-host:{ended_pid}:33333333", "another-boot/1", name)
+    assert lead_from(sessions, f"hub-host:{os.getpid()}:44444444", here, name) is None
+
+
+def test_a_dead_holder_s_presence_stops_counting_on_its_machine(sessions, ended_pid):
+    here = holders.here()
+    now = utcnow()
+    with sessions.begin() as session:
+        assert leader.fair_share(session, f"h:{ended_pid}:55555555", now, TTL, 4, here) == 4
+    with sessions.begin() as session:
+        assert leader.fair_share(session, f"h:{os.getpid()}:66666666", now, TTL, 4, here) == 4
