@@ -49,6 +49,7 @@ class Settings:
     phi_window: int = 100  # poll inter-arrival times kept per node
     orphan_after: float = 30.0
     detach_after: float = 60.0
+    dead_node_retention: float = 86_400.0  # seconds a dead node stays listed before deletion
     routing: str = "modulo"
     monitor_shards: int = 1  # crawlers split by source key, each shard with its own leader
     fetch_allow: frozenset[str] = frozenset()
@@ -206,6 +207,7 @@ _VARIABLES = {
     "BLACKWIDOW_PHI_WINDOW": ("phi_window", _positive_int),
     "BLACKWIDOW_ORPHAN_AFTER": ("orphan_after", _seconds),
     "BLACKWIDOW_DETACH_AFTER": ("detach_after", _seconds),
+    "BLACKWIDOW_DEAD_NODE_RETENTION": ("dead_node_retention", _seconds),
     "BLACKWIDOW_ROUTING": ("routing", _choice),
     "BLACKWIDOW_MONITOR_SHARDS": ("monitor_shards", _shard_count),
     "BLACKWIDOW_FETCH_ALLOW": ("fetch_allow", _hosts),

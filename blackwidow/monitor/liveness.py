@@ -16,7 +16,7 @@ from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow.models import LIVE_NODE_STATES, Assignment, Node, utcnow
-from blackwidow.monitor import deliveries
+from blackwidow.monitor import deliveries, pruning
 from blackwidow.monitor.detector import FailureDetector, Verdict
 from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient, NodeTarget
@@ -49,6 +49,7 @@ class Liveness:
         clock: Callable[[], float],
         probe_dead_for: float,
         leading: Callable[[], bool] = lambda: True,
+        dead_node_retention: float = 86_400.0,
     ) -> None:
         self._sessions = sessions
         self._client = client
@@ -58,6 +59,8 @@ class Liveness:
         self._probe_dead_for = probe_dead_for
         self._leading = leading  # False once the lock lapsed: a stale leader records nothing
         self._samples: dict[int, tuple[int, float]] = {}  # crawler -> (count, at)
+        self._dead_node_retention = dead_node_retention
+        self._pruned_at: float | None = None
 
     def poll_once(self) -> None:
         with self._sessions.begin() as session:
@@ -79,6 +82,20 @@ class Liveness:
             )
             self._record_statuses(session, reports, now)
         self._remember(reports, targets, gone, live)
+        self._prune(now)
+
+    def _prune(self, now: float) -> None:
+        """Shard 0's housekeeping, at most once per PRUNE_INTERVAL: dead nodes past retention."""
+        if self._detector is None:
+            return
+        if self._pruned_at is not None and now - self._pruned_at < pruning.PRUNE_INTERVAL:
+            return
+        self._pruned_at = now
+        silent_since = utcnow() - timedelta(seconds=self._dead_node_retention)
+        with self._sessions.begin() as session:
+            deleted = pruning.forget_dead_nodes(session, silent_since)
+        if deleted:
+            log.info("dead nodes deleted count=%s", deleted)
 
     def _targets(self, session: Session) -> tuple[dict[int, NodeTarget], list[NodeTarget]]:
         """Live nodes to poll, and recently dead ones to probe.

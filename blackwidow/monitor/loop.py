@@ -92,6 +92,7 @@ class Leadership:
             clock=time.monotonic,
             probe_dead_for=2 * settings.detach_after,
             leading=self.valid,
+            dead_node_retention=settings.dead_node_retention,
         )
         self.reconciler = Reconciler(
             sessions,

@@ -50,6 +50,7 @@ def test_unrelated_variables_are_ignored():
         ("BLACKWIDOW_PHI_WINDOW", "1000", "phi_window", 1000),
         ("BLACKWIDOW_ORPHAN_AFTER", "15", "orphan_after", 15.0),
         ("BLACKWIDOW_DETACH_AFTER", "90", "detach_after", 90.0),
+        ("BLACKWIDOW_DEAD_NODE_RETENTION", "3600", "dead_node_retention", 3600.0),
         ("BLACKWIDOW_ROUTING", "rendezvous", "routing", "rendezvous"),
         ("BLACKWIDOW_ROUTING", "modulo", "routing", "modulo"),
         ("BLACKWIDOW_FEED_INTERVAL", "300", "feed_interval", 300.0),
