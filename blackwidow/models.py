@@ -175,6 +175,9 @@ class SubscriberRun(Base):
         ForeignKey("crawlers.id", ondelete="CASCADE"), index=True
     )
     delivered: Mapped[int] = mapped_column(default=0, server_default="0")
+    # the node and generation that reported the run; pruned once it can report no more
+    node_id: Mapped[int | None] = mapped_column(Integer)
+    generation: Mapped[int | None] = mapped_column(Integer)
 
 
 class CrawlerChange(Base):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -24,6 +24,14 @@ from blackwidow.models import MAX_INTEGER, Crawler, SourceRun, SubscriberRun, Us
 log = logging.getLogger(__name__)
 
 RUN_LENGTH = 32  # a uuid4 in hex: the width of subscriber_runs.run
+
+
+class Origin(NamedTuple):
+    """The node and node generation a report came from: a run can report again only while
+    its node keeps that generation (blackwidow.monitor.pruning)."""
+
+    node_id: int
+    generation: int
 
 
 def reported(status: dict[str, Any]) -> tuple[str, int] | None:
@@ -49,10 +57,14 @@ def known_runs(session: Session, statuses: Iterable[dict[str, Any]]) -> dict[str
 
 
 def record(
-    session: Session, runs: dict[str, SubscriberRun], crawler: Crawler, status: dict[str, Any]
+    session: Session,
+    runs: dict[str, SubscriberRun],
+    crawler: Crawler,
+    status: dict[str, Any],
+    origin: Origin | None = None,
 ) -> None:
     """Add what is new in this status to the crawler's total; `runs` (from known_runs) gains
-    any run heard for the first time."""
+    any run heard for the first time, marked with the `origin` that reported it."""
     pair = reported(status)
     if pair is None:
         return
@@ -60,6 +72,8 @@ def record(
     row = runs.get(run)
     if row is None:
         row = runs[run] = SubscriberRun(run=run, crawler_id=crawler.id, delivered=0)
+        if origin is not None:
+            row.node_id, row.generation = origin
         session.add(row)
     elif row.crawler_id != crawler.id:
         log.warning("run of another crawler run=%s crawler=%s", run, crawler.id)
@@ -77,7 +91,10 @@ def _count(value: Any) -> int | None:
 
 
 def record_sources(session: Session, data_sources: Iterable[dict[str, Any]]) -> None:
-    """Keep the highest count each data-source run reported for each user."""
+    """Keep the highest count each data-source run reported for each user.
+
+    These rows are the user's billed figure (usage.billed sums them), so they are kept.
+    """
     reports: dict[tuple[str, int], tuple[str, int]] = {}  # (run, user) -> (source, delivered)
     for entry in data_sources:
         run, source, by_user = entry.get("run"), entry.get("source"), entry.get("delivered")

@@ -80,12 +80,13 @@ class Liveness:
                     select(Node.id).where(Node.state.in_(LIVE_NODE_STATES)).order_by(Node.id)
                 )
             )
-            self._record_statuses(session, reports, now)
+            self._record_statuses(session, reports, targets, now)
         self._remember(reports, targets, gone, live)
         self._prune(now)
 
     def _prune(self, now: float) -> None:
-        """Shard 0's housekeeping, at most once per PRUNE_INTERVAL: dead nodes past retention."""
+        """Shard 0's housekeeping, at most once per PRUNE_INTERVAL: dead nodes past retention,
+        then delivery runs that can report no more."""
         if self._detector is None:
             return
         if self._pruned_at is not None and now - self._pruned_at < pruning.PRUNE_INTERVAL:
@@ -94,8 +95,9 @@ class Liveness:
         silent_since = utcnow() - timedelta(seconds=self._dead_node_retention)
         with self._sessions.begin() as session:
             deleted = pruning.forget_dead_nodes(session, silent_since)
-        if deleted:
-            log.info("dead nodes deleted count=%s", deleted)
+            runs = pruning.forget_finished_runs(session)
+        if deleted or runs:
+            log.info("pruned dead_nodes=%s runs=%s", deleted, runs)
 
     def _targets(self, session: Session) -> tuple[dict[int, NodeTarget], list[NodeTarget]]:
         """Live nodes to poll, and recently dead ones to probe.
@@ -171,33 +173,50 @@ class Liveness:
         return False
 
     def _record_statuses(
-        self, session: Session, reports: dict[int, NodeReport | None], now: float
+        self,
+        session: Session,
+        reports: dict[int, NodeReport | None],
+        targets: dict[int, NodeTarget],
+        now: float,
     ) -> None:
         """What the nodes said of this shard's crawlers, written for those that changed."""
-        statuses = [s for r in reports.values() if r is not None for s in r.subscribers]
-        sources = [d for r in reports.values() if r is not None for d in r.data_sources]
-        deliveries.record_sources(session, sources)
-        runs = deliveries.known_runs(session, statuses)
+        answered = [
+            (deliveries.Origin(node_id, targets[node_id].generation), report)
+            for node_id, report in reports.items()
+            if report is not None
+        ]
+        deliveries.record_sources(session, [d for _, r in answered for d in r.data_sources])
+        statuses = [(origin, s) for origin, report in answered for s in report.subscribers]
+        runs = deliveries.known_runs(session, [status for _, status in statuses])
         rows: dict[int, dict[str, Any]] = {}
         with self._memory.lock:
             crawlers = self._memory.crawlers
-            for status in statuses:
+            for origin, status in statuses:
                 crawler = crawlers.get(int(status["crawler_id"]))
                 if crawler is not None:
-                    rows[crawler.id] = self._take_status(session, crawler, status, runs, now)
+                    rows[crawler.id] = self._take_status(
+                        session, crawler, (origin, status), runs, now
+                    )
             self._decay_idle_rates(reports, rows, now)
         write(session, {c: row for c, row in rows.items() if row})
 
     def _take_status(
-        self, session: Session, crawler: Tracked, status: dict, runs: dict, now: float
+        self,
+        session: Session,
+        crawler: Tracked,
+        heard: tuple[deliveries.Origin, dict],
+        runs: dict,
+        now: float,
     ) -> dict[str, Any]:
-        """Apply one subscriber status to the crawler; the columns that changed."""
+        """Apply one subscriber status, as heard from a node, to the crawler; the columns
+        that changed."""
+        origin, status = heard
         before = (crawler.last_error, crawler.items_delivered, crawler.items_collected)
         if crawler.failing != bool(status.get("failing")):
             crawler.failing = not crawler.failing
             self._memory.dirty.add(crawler.id)  # its state follows
         crawler.last_error = status.get("last_error")
-        deliveries.record(session, runs, crawler, status)
+        deliveries.record(session, runs, crawler, status, origin)
         if status.get("items_collected") is not None:  # None: its store has not answered yet
             count = int(status["items_collected"])
             self._sample(crawler, count, now)

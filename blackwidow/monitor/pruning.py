@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import and_, delete, or_
+from sqlalchemy import and_, delete, exists, or_, select
 from sqlalchemy.orm import Session
 
-from blackwidow.models import Node
+from blackwidow.models import Node, SubscriberRun
 
 PRUNE_INTERVAL = 60.0  # seconds between housekeeping passes
 
@@ -31,4 +31,24 @@ def forget_dead_nodes(session: Session, silent_since: datetime) -> int:
             ),
         )
     )
+    return result.rowcount
+
+
+def forget_finished_runs(session: Session) -> int:
+    """Delete the subscriber runs no node can report again; how many went.
+
+    A run's row only keeps the highest count heard, so that growth is added once to the
+    crawler's `items_delivered`, which holds the total; only runs that can still grow must
+    stay. A run reports only while its node keeps the generation it reported in: a node
+    declared dead or registering again has dropped every subscriber. One generation of
+    margin covers a poll answered just before a bump and recorded just after; a deleted node
+    reports nothing. Runs of unknown origin (recorded before origins were) stay.
+    """
+    runs, nodes = SubscriberRun.__table__, Node.__table__
+    can_report = exists(
+        select(nodes.c.id).where(
+            nodes.c.id == runs.c.node_id, nodes.c.generation < runs.c.generation + 2
+        )
+    )
+    result = session.execute(delete(runs).where(runs.c.node_id.is_not(None), ~can_report))
     return result.rowcount

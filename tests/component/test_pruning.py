@@ -10,8 +10,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import db
-from blackwidow.models import Node, utcnow
-from blackwidow.monitor import pruning
+from blackwidow.models import Crawler, Node, SubscriberRun, User, utcnow
+from blackwidow.monitor import deliveries, pruning
 
 DAY = timedelta(days=1)
 
@@ -53,3 +53,39 @@ def test_dead_nodes_go_once_silent_past_retention_and_no_others(sessions):
     assert left == {
         f"http://{name}:1" for name in nodes if name not in ("dead-long-ago", "dead-never-polled")
     }
+
+
+def test_runs_go_once_their_node_can_no_longer_report_them_and_totals_stay(sessions):
+    with sessions.begin() as session:
+        user = User(name="ana", token_hash="0" * 64)
+        node = Node(url="http://node:1", generation=5)
+        session.add_all([user, node])
+        session.flush()
+        crawler = Crawler(user_id=user.id, uuid="k", name="c", source="rss", query={"feeds": []})
+        session.add(crawler)
+        session.flush()
+        heard = {  # run -> the node and generation it was reported from
+            "current": deliveries.Origin(node.id, 5),
+            "one-back": deliveries.Origin(node.id, 4),  # a poll recorded just after a bump
+            "two-back": deliveries.Origin(node.id, 3),
+            "deleted-node": deliveries.Origin(node.id + 1000, 9),
+            "unknown": None,
+        }
+        runs: dict = {}
+        for run, origin in heard.items():
+            status = {"crawler_id": crawler.id, "run": run, "delivered": 10}
+            deliveries.record(session, runs, crawler, status, origin)
+        ids = (crawler.id, node.id)
+
+    with sessions.begin() as session:
+        assert pruning.forget_finished_runs(session) == 2
+
+    with sessions() as session:
+        assert set(session.scalars(select(SubscriberRun.run))) == {"current", "one-back", "unknown"}
+        assert session.get(Crawler, ids[0]).items_delivered == 50  # the total is folded in
+        session.get(Node, ids[1]).generation = 6
+        session.commit()
+    with sessions.begin() as session:
+        assert pruning.forget_finished_runs(session) == 1
+    with sessions() as session:
+        assert set(session.scalars(select(SubscriberRun.run))) == {"current", "unknown"}
