@@ -13,7 +13,7 @@ from blackwidow.api.schemas import (
     CrawlerBatch,
     CrawlerBatchOut,
     CrawlerCreate,
-    CrawlerDetailOut,
+    CrawlerFeedsOut,
     CrawlerOut,
     CrawlerUpdate,
     ItemsArgs,
@@ -34,9 +34,7 @@ def _out(crawler: Crawler, node_id: int | None) -> dict[str, Any]:
     }
 
 
-def _feeds(node: NodeTarget | None, crawler_id: int) -> list[dict[str, Any]] | None:
-    if node is None:
-        return None
+def _feeds(node: NodeTarget, crawler_id: int) -> list[dict[str, Any]] | None:
     try:
         detail = hub().nodes.subscriber(node, crawler_id)
     except NodeUnreachable:
@@ -74,14 +72,11 @@ class CrawlerBatchView(MethodView):
 
 @blp.route("/<int:crawler_id>")
 class CrawlerById(MethodView):
-    @blp.response(200, CrawlerDetailOut)
+    @blp.response(200, CrawlerOut)
     def get(self, crawler_id: int) -> dict[str, Any]:
-        """The crawler, with its feeds' health as the node running it tells it now."""
         with transaction() as session:
             crawler = crawlers.get(session, caller(), crawler_id)
-            shown = _out(crawler, crawlers.node_of(session, crawler_id))
-            node = crawlers.running_node(session, crawler_id)
-        return {**shown, "feeds": _feeds(node, crawler_id)}
+            return _out(crawler, crawlers.node_of(session, crawler_id))
 
     @blp.arguments(CrawlerUpdate())
     @blp.response(200, CrawlerOut)
@@ -95,6 +90,20 @@ class CrawlerById(MethodView):
     def delete(self, crawler_id: int) -> None:
         with transaction() as session:
             crawlers.remove(session, crawlers.get(session, caller(), crawler_id))
+
+
+@blp.route("/<int:crawler_id>/feeds")
+class CrawlerFeeds(MethodView):
+    @blp.response(200, CrawlerFeedsOut)
+    def get(self, crawler_id: int) -> dict[str, Any]:
+        """Each feed's health, as the node running the crawler tells it now."""
+        with transaction() as session:
+            crawlers.get(session, caller(), crawler_id)
+            node = crawlers.running_node(session, crawler_id)
+        return {
+            "node_id": None if node is None else node.id,
+            "feeds": None if node is None else _feeds(node, crawler_id),
+        }
 
 
 @blp.route("/<int:crawler_id>/items")

@@ -156,14 +156,15 @@ class CrawlerOut(Schema):
     last_error = fields.String(allow_none=True)
 
 
-class CrawlerDetailOut(CrawlerOut):
+class CrawlerFeedsOut(Schema):
+    node_id = fields.Integer(allow_none=True, metadata={"description": "the node asked"})
     feeds = fields.List(
         fields.Dict(),
         allow_none=True,
         metadata={
-            "description": "each feed's health, from the node running the crawler: url, "
-            "last_fetch_at, last_status, last_success_at, error, error_streak, next_due_at, "
-            "entries; null when no node answers or the source has no feeds"
+            "description": "each feed's health: url, last_fetch_at, last_status, "
+            "last_success_at, error, error_streak, next_due_at, entries; null when no node "
+            "runs the crawler or answers, or its source has no feeds"
         },
     )
 

@@ -76,6 +76,7 @@ ACCESS: dict[tuple[str, str], Rule] = {
     ),
     ("DELETE", "/api/v1/crawlers/<int:crawler_id>"): Rule(Access.OWNER),
     ("GET", "/api/v1/crawlers/<int:crawler_id>/items"): Rule(Access.OWNER),
+    ("GET", "/api/v1/crawlers/<int:crawler_id>/feeds"): Rule(Access.OWNER),
     ("GET", "/api/v1/users/<int:user_id>"): Rule(Access.SELF),
     ("PATCH", "/api/v1/users/<int:user_id>"): Rule(Access.ADMIN, {"item_limit": 7}),
     ("GET", "/api/v1/users/<int:user_id>/usage"): Rule(Access.SELF),

@@ -112,6 +112,9 @@ class Cluster:
     def get(self, token: str, crawler_id: int) -> dict[str, Any]:
         return self.call("GET", f"/api/v1/crawlers/{crawler_id}", token).json()
 
+    def feed_health(self, token: str, crawler_id: int) -> list[dict[str, Any]] | None:
+        return self.call("GET", f"/api/v1/crawlers/{crawler_id}/feeds", token).json()["feeds"]
+
     def items(self, token: str, crawler_id: int) -> list[dict[str, Any]]:
         path = f"/api/v1/crawlers/{crawler_id}/items?limit=1000"
         return self.call("GET", path, token).json()["items"]

@@ -39,19 +39,18 @@ def test_a_crawler_whose_every_feed_fails_shows_failing_and_each_feeds_health(cl
         broken = c.crawler(token, [hostile.url("/error-500")])
         mixed = c.crawler(token, [c.feed("calm", items=3), hostile.url("/error-500")])
 
-        def failing():
-            it = c.get(token, broken["id"])
-            return it if it["state"] == "failing" else None
-
-        shown = wait_until(failing, what="the broken crawler failing")
-        [health] = shown["feeds"]
+        wait_until(
+            lambda: c.get(token, broken["id"])["state"] == "failing",
+            what="the broken crawler failing",
+        )
+        [health] = c.feed_health(token, broken["id"])
         assert health["last_status"] == 500 and health["error_streak"] >= 1
         assert health["last_success_at"] is None and health["next_due_at"] is not None
 
         def both_fetched():
-            it = c.get(token, mixed["id"])
-            seen = sorted((f["entries"] or 0, f["error_streak"] > 0) for f in it["feeds"] or [])
-            return it if seen == [(0, True), (3, False)] else None
+            feeds = c.feed_health(token, mixed["id"]) or []
+            seen = sorted((f["entries"] or 0, f["error_streak"] > 0) for f in feeds)
+            return seen == [(0, True), (3, False)]
 
-        shown = wait_until(both_fetched, what="both feeds of the mixed crawler fetched")
-        assert shown["state"] == "running"  # one feed still delivers
+        wait_until(both_fetched, what="both feeds of the mixed crawler fetched")
+        assert c.get(token, mixed["id"])["state"] == "running"  # one feed still delivers
