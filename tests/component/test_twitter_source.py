@@ -8,69 +8,32 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import tweepy
 
 from blackwidow.store.sqlite import SqliteStore
-from sources.fetcher import GuardedFetcher
-from sources.model import SubscriberSpec
 from sources.pool import DataSourcePool
 from sources.registry import SourceContext, opener
 from sources.twitter_client import MAX_LINE
-from sources.twitter_query import TwitterCredential, TwitterQuery
 from sources.twitter_search import TwitterSearchSource
 from sources.twitter_stream import TwitterStreamSource
+from tests.component.x_stream import (
+    FETCHER,
+    RATE_LIMIT_WAIT,
+    Running,
+    credential,
+    rule_values,
+    spec,
+)
 from tests.servers.fake_x import FakeX, route_to
 from tests.support import SinkRecorder, wait_until
-
-FETCHER = GuardedFetcher(allow_hosts=frozenset({"127.0.0.1"}))
-RATE_LIMIT_WAIT = 0.3
 
 
 @pytest.fixture
 def x() -> Iterator[FakeX]:
     with FakeX(keepalive=0.05) as fake:
         yield fake
-
-
-def credential(x: FakeX, **extra: Any) -> dict[str, Any]:
-    return TwitterCredential().load({"bearer_token": "test-token", "api_base": x.url, **extra})
-
-
-def spec(crawler_id: int, terms: list[str], **query: Any) -> SubscriberSpec:
-    loaded = TwitterQuery().load({"terms": terms, **query})
-    return SubscriberSpec(crawler_id=crawler_id, user_id=1, source="twitter", query=loaded)
-
-
-class Running:
-    """A stream source started on a recording sink, stopped at the end of the test."""
-
-    def __init__(self, x: FakeX, *specs: SubscriberSpec, **extra: Any) -> None:
-        self.sink = SinkRecorder()
-        self.source = TwitterStreamSource("key", credential(x, **extra), FETCHER, RATE_LIMIT_WAIT)
-        for one in specs:
-            self.source.attach(one)
-
-    def __enter__(self) -> Running:
-        self.source.start(self.sink)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.source.stop()
-
-    def received(self) -> dict[str, set[int]]:
-        """tweet id -> the crawlers it was delivered to."""
-        seen: dict[str, set[int]] = {}
-        for batch, to in zip(self.sink.batches, self.sink.targets, strict=True):
-            for item in batch:
-                seen.setdefault(item.id, set()).update(to or ())
-        return seen
-
-
-def rule_values(x: FakeX) -> set[str]:
-    return {rule["value"] for rule in x.rules()}
 
 
 def test_terms_become_tagged_rules_and_tweets_reach_only_the_crawlers_they_matched(x: FakeX):
