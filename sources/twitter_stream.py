@@ -5,9 +5,8 @@ streaming crawler of a credential to one node and this source holds the connecti
 Subscribers joining or leaving change only their rules, from a second thread, while the
 stream stays connected; tweets reach the crawlers whose rules they matched (`matching_rules`).
 
-tweepy's StreamingClient owns the connection and its documented reconnects after network
-trouble; a refused connection (429, 401, ...) ends its loop here instead, so the wait follows
-sources.reconnect, stays interruptible, and shows on every crawler's status.
+A refused connection (sources.twitter_connection) waits as sources.reconnect says, stays
+interruptible, and shows on every crawler's status.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from sources.backoff import doubling_delay
 from sources.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink, SubscriberSpec
 from sources.reconnect import ReconnectPolicy, describe_http_error, short_error
+from sources.twitter_connection import Connection
 from sources.twitter_items import EXPANSIONS, TWEET_FIELDS, USER_FIELDS, tweet_item, users_by_id
 from sources.twitter_query import RuleLimits, rule_limits
 from sources.twitter_rules import Group, RemoteRule, TermTooLong
@@ -34,40 +34,6 @@ SETTLE = 0.3  # seconds without rule changes before they are sent: a hub's pushe
 RULES_RETRY_FIRST = 1.0
 RULES_RETRY_MAX = 60.0
 STOP_WAIT = 5.0
-
-
-class _Connection(tweepy.StreamingClient):
-    """tweepy's stream, reporting what happens on it to the source."""
-
-    def __init__(
-        self, source: TwitterStreamSource, credential: dict[str, Any], fetcher: GuardedFetcher
-    ) -> None:
-        super().__init__(credential["bearer_token"], daemon=True)
-        twitter_client.route(self.session, credential, fetcher)
-        self._source = source
-        self.refused_with: int | None = None
-
-    def on_connect(self) -> None:
-        self._source.connected()
-
-    def on_response(self, response: tweepy.StreamResponse) -> None:
-        self._source.received(response)
-
-    def on_request_error(self, status_code: int) -> None:
-        self.refused_with = status_code
-        self.disconnect()  # the source waits, not tweepy's uninterruptible sleep
-
-    def on_connection_error(self) -> None:
-        self._source.lost("stream connection lost; reconnecting")
-
-    def on_closed(self, response: Any) -> None:
-        self._source.lost("X closed the stream; reconnecting")
-
-    def on_errors(self, errors: Any) -> None:
-        log.warning("stream sent errors key=%s errors=%s", self._source.key, errors)
-
-    def on_exception(self, exception: Exception) -> None:
-        log.error("stream failed key=%s error=%s", self._source.key, short_error(exception))
 
 
 class TwitterStreamSource:
@@ -94,7 +60,7 @@ class TwitterStreamSource:
         self._rule_values: dict[str, str] = {}  # rule id -> value, as X holds them
         self._changed = threading.Event()
         self._stop = threading.Event()
-        self._connection: _Connection | None = None
+        self._connection: Connection | None = None
         self._threads: list[threading.Thread] = []
         self._sink: SourceSink | None = None
         self.connects = 0
@@ -236,7 +202,7 @@ class TwitterStreamSource:
 
     def _keep_streaming(self) -> None:
         while not self._stop.is_set():
-            connection = _Connection(self, self._credential, self._fetcher)
+            connection = Connection(self, self._credential, self._fetcher)
             with self._lock:
                 self._connection = connection
             if self._stop.is_set():
