@@ -143,9 +143,10 @@ class DataSource(Protocol):
     The pool calls `start` when the first subscriber attaches and `stop` when the last
     one leaves; `attach` and `detach` tell it of every subscriber that joins, changes or
     leaves in between (a stream turns their terms into rules). None of these may block
-    on the network: a source does its I/O on its own threads. `snapshot` returns what the
-    source currently knows, so a subscriber that attaches late still sees the items the
-    source fetched before it came.
+    on the network: a source does its I/O on its own threads, and `stop` returns at once,
+    leaving those threads to finish what the provider must still be told (a stream's rules
+    deleted). `snapshot` returns what the source currently knows, so a subscriber that
+    attaches late still sees the items the source fetched before it came.
     """
 
     key: str

@@ -4,14 +4,15 @@ app's rules there. Pure: the stream source does the calls.
 Crawlers with equal terms and languages form one group and share its rules (X refuses two
 rules with one value anyway). A group's terms are OR-ed into as few rules as the per-rule
 length allows. Rules carry the tag `blackwidow:<group>:<n>`; rules without that prefix belong
-to someone else on the same app and are never touched.
+to someone else on the same app and are never touched. A source leaving the app deletes only
+the rules it owns: those of the groups it served.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sources.twitter_query import canonical_languages, canonical_terms
@@ -131,6 +132,19 @@ def plan(groups: Iterable[Group], existing: Sequence[RemoteRule], max_rules: int
             result.delete_ids.append(rule.id)
     result.add = [(value, rule_tag) for value, rule_tag in wanted.items() if value not in present]
     return result
+
+
+def owned(
+    existing: Iterable[RemoteRule], group_ids: Collection[str], rule_ids: Collection[str]
+) -> list[str]:
+    """The ids of the rules a source leaving the app deletes: ours that it placed or kept
+    (`rule_ids`) or that are tagged for a group it served. Never a foreign rule, even one it
+    shared, and never our rules of groups it did not serve."""
+    return [
+        rule.id
+        for rule in existing
+        if rule.ours and (rule.id in rule_ids or group_of_tag(rule.tag) in group_ids)
+    ]
 
 
 def crawlers_by_value(

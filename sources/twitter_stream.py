@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,7 +34,9 @@ log = logging.getLogger(__name__)
 SETTLE = 0.3  # seconds without rule changes before they are sent: a hub's pushes come in a burst
 RULES_RETRY_FIRST = 1.0
 RULES_RETRY_MAX = 60.0
-STOP_WAIT = 5.0
+# seconds: a stopped source sends its last rules call within this or not at all, so a stop
+# never leaves a thread waiting on an X that does not answer
+CLEANUP_WAIT = 10.0
 
 
 class TwitterStreamSource:
@@ -55,13 +58,13 @@ class TwitterStreamSource:
         self._groups: dict[str, Group] = {}  # in the order crawlers first asked for them
         self._members: dict[str, set[int]] = {}
         self._group_of: dict[int, str] = {}
+        self._served: set[str] = set()  # every group it held: whose rules it owns when it leaves
         self._refused: dict[int, str] = {}  # crawler -> why its terms make no rule
         self._by_value: dict[str, set[int]] = {}  # rule value -> crawlers
         self._rule_values: dict[str, str] = {}  # rule id -> value, as X holds them
         self._changed = threading.Event()
         self._stop = threading.Event()
         self._connection: Connection | None = None
-        self._threads: list[threading.Thread] = []
         self._sink: SourceSink | None = None
         self.connects = 0
 
@@ -85,6 +88,7 @@ class TwitterStreamSource:
                 return
             self._leave(crawler_id)
             self._groups.setdefault(wanted.id, wanted)
+            self._served.add(wanted.id)
             self._members.setdefault(wanted.id, set()).add(crawler_id)
             self._group_of[crawler_id] = wanted.id
             self._by_value = twitter_rules.crawlers_by_value(self._groups, self._members)
@@ -110,15 +114,12 @@ class TwitterStreamSource:
 
     def start(self, sink: SourceSink) -> None:
         self._sink = sink
-        self._threads = [
-            threading.Thread(target=self._keep_rules, name=f"x-rules-{self.key}", daemon=True),
-            threading.Thread(target=self._keep_streaming, name=f"x-stream-{self.key}", daemon=True),
-        ]
-        for thread in self._threads:
-            thread.start()
+        for target, name in ((self._keep_rules, "x-rules"), (self._keep_streaming, "x-stream")):
+            threading.Thread(target=target, name=f"{name}-{self.key}", daemon=True).start()
 
     def stop(self) -> None:
-        """Disconnect, and hang up at once rather than at the next keep-alive."""
+        """Disconnect, and hang up at once rather than at the next keep-alive. Returns without
+        waiting on X: the rules thread, woken, deletes the rules of the crawlers that left."""
         self._stop.set()
         self._changed.set()
         with self._lock:
@@ -126,8 +127,6 @@ class TwitterStreamSource:
         if connection is not None:
             connection.disconnect()
             api_session.hang_up(connection.session)  # free the app's one connection now
-        for thread in self._threads:
-            thread.join(timeout=STOP_WAIT)
 
     def snapshot(self) -> list[Item]:
         return []  # a stream has no past to replay
@@ -136,13 +135,7 @@ class TwitterStreamSource:
 
     def _keep_rules(self) -> None:
         failures = 0
-        while not self._stop.is_set():
-            self._changed.wait()
-            while self._changed.is_set() and not self._stop.is_set():
-                self._changed.clear()
-                self._stop.wait(SETTLE)
-            if self._stop.is_set():
-                return
+        while self._settled():
             try:
                 self._reconcile()
                 failures = 0
@@ -153,6 +146,38 @@ class TwitterStreamSource:
                 self._report(message)
                 self._changed.set()
                 self._stop.wait(doubling_delay(failures, RULES_RETRY_FIRST, RULES_RETRY_MAX))
+        self._leave_app()
+
+    def _settled(self) -> bool:
+        """Wait for rule changes, then for a burst of them to end; False once stopped."""
+        self._changed.wait()
+        while self._changed.is_set() and not self._stop.is_set():
+            self._changed.clear()
+            self._stop.wait(SETTLE)
+        return not self._stop.is_set()
+
+    def _remote_rules(self) -> list[RemoteRule]:
+        return [RemoteRule(r.id, r.value, r.tag) for r in self._rules_client.get_rules().data or []]
+
+    def _leave_app(self) -> None:
+        """Stopped after its last crawler left: delete the rules this source owns, so they stop
+        counting against the app's cap. Stopped with crawlers still here (the node lost its
+        hub, or the credential was replaced), it leaves them to whoever runs those crawlers
+        next, who reconciles them anyway."""
+        deadline = time.monotonic() + CLEANUP_WAIT
+        with self._lock:
+            if self._group_of or self._refused:
+                return
+            groups, ids = set(self._served), set(self._rule_values)
+        try:
+            owned = twitter_rules.owned(self._remote_rules(), groups, ids)
+            if owned and time.monotonic() < deadline:
+                self._rules_client.delete_rules(owned)
+                log.info(
+                    "rules deleted as the stream stopped key=%s deleted=%s", self.key, len(owned)
+                )
+        except Exception as error:  # the next start on this app reconciles them
+            log.warning("rules left on stopping key=%s error=%s", self.key, short_error(error))
 
     def _reconcile(self) -> None:
         """Bring the app's rules to what the subscribers want: GET, then delete and add the
@@ -160,7 +185,7 @@ class TwitterStreamSource:
         client = self._rules_client
         with self._lock:
             groups = list(self._groups.values())
-        existing = [RemoteRule(r.id, r.value, r.tag) for r in client.get_rules().data or []]
+        existing = self._remote_rules()
         plan = twitter_rules.plan(groups, existing, self._limits.max_rules)
         with self._lock:  # kept rules route at once, even before the changes are through
             self._rule_values = {**self._rule_values, **plan.keep}
@@ -237,7 +262,7 @@ class TwitterStreamSource:
 
     def received(self, response: tweepy.StreamResponse) -> None:
         """Route one tweet to the crawlers whose rules it matched."""
-        if response.data is None:
+        if response.data is None or self._stop.is_set():
             return
         with self._lock:
             crawler_ids: set[int] = set()

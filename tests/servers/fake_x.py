@@ -19,7 +19,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -41,6 +41,7 @@ PROBLEMS = "https://api.twitter.com/2/problems/"
 FIRST_RULE_ID = 1_700_000_000_000_000_001
 TWITTER_EPOCH_MS = 1_288_834_974_657  # snowflake ids count milliseconds from here
 SEARCH_RATE_LIMIT = 450
+HOLD_MAX = 10.0  # seconds: a held rules request is answered after this even if never released
 
 UNAUTHORIZED = {
     "title": "Unauthorized",
@@ -337,6 +338,7 @@ class _XHandler(StreamHandler):
             token = authorization.removeprefix("Bearer ") if authorization else None
             if path == RULES_PATH:
                 fake._seen_rule_request(method, body)
+                fake._rules_answer.wait(HOLD_MAX)
             if token not in fake.tokens:
                 if (method, path) == ("GET", STREAM_PATH):
                     fake._refuse(401)
@@ -381,6 +383,8 @@ class FakeX(StreamingFake):
         self._tweets: dict[str, PublishedTweet] = {}
         self._last_tweet_id = 0
         self._rule_requests: list[tuple[str, Any]] = []
+        self._rules_answer = threading.Event()
+        self._rules_answer.set()
         self._searches: list[Search] = []
         self._searches_limited = 0
         self.tweets_streamed = 0
@@ -433,6 +437,16 @@ class FakeX(StreamingFake):
         """(method, JSON body or None) of every request seen on the rules endpoint."""
         with self._lock:
             return list(self._rule_requests)
+
+    @contextlib.contextmanager
+    def holding_rules(self) -> Iterator[None]:
+        """Leave every rules request unanswered until the block ends, as an X that does not
+        answer would (each is still seen in `rule_requests` as it arrives)."""
+        self._rules_answer.clear()
+        try:
+            yield
+        finally:
+            self._rules_answer.set()
 
     @property
     def searches(self) -> list[Search]:

@@ -13,6 +13,7 @@ from sources.twitter_rules import (
     group,
     group_id,
     group_of_tag,
+    owned,
     pack,
     plan,
     tag,
@@ -294,6 +295,24 @@ def test_a_plan_applied_is_stable():
 
 
 # --- crawlers_by_value ----------------------------------------------------------------------
+
+
+# --- owned ----------------------------------------------------------------------------------
+
+
+def test_a_leaving_source_owns_our_rules_of_the_groups_it_served_and_those_it_placed():
+    existing = [
+        ours("1", '"a1"', in_group="ga"),
+        ours("2", '"b"', in_group="gb"),  # another group's: not served here
+        ours("3", '"kept"', in_group="earlier"),  # kept by value under an earlier run's tag
+        foreign("4", '"a2"'),  # a foreign rule it shared is still not ours
+    ]
+
+    assert owned(existing, group_ids={"ga"}, rule_ids={"3", "4"}) == ["1", "3"]
+
+
+def test_a_source_that_served_nothing_owns_nothing():
+    assert owned([ours("1", '"a1"'), foreign("2", '"x"')], group_ids=set(), rule_ids=set()) == []
 
 
 def test_crawlers_by_value_unites_the_members_of_groups_sharing_a_value():

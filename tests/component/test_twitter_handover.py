@@ -1,0 +1,103 @@
+"""The X stream when crawlers leave and when the app's one connection changes hands, against
+the fake X API through the real tweepy client.
+
+A crawler's rules leave with it, the last one's too; stopping never waits on X.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import tweepy
+
+from blackwidow.store.sqlite import SqliteStore
+from sources.model import SubscriberSpec
+from sources.pool import DataSourcePool
+from sources.registry import SourceContext, opener
+from tests.component.x_stream import (
+    FETCHER,
+    RATE_LIMIT_WAIT,
+    Running,
+    credential,
+    our_rule_values,
+    rule_values,
+    spec,
+)
+from tests.servers.fake_x import FakeX, route_to
+from tests.support import wait_until
+
+GONE_WITHIN = 10.0  # seconds: rules wait for no timer to go, only for X's answers
+
+
+@pytest.fixture
+def x() -> Iterator[FakeX]:
+    with FakeX(keepalive=0.05) as fake:
+        yield fake
+
+
+@pytest.fixture
+def pool(x: FakeX, tmp_path) -> Iterator[DataSourcePool]:
+    """A node's pool with the registry's sources, and the fake X as the credential's api_base."""
+    store = SqliteStore(str(tmp_path / "items.db"))
+    context = SourceContext(FETCHER, 1.0, rate_limit_wait=RATE_LIMIT_WAIT)
+    pool = DataSourcePool(opener(context), store)
+    yield pool
+    pool.clear()
+    store.close()
+
+
+def pushed(x: FakeX, crawler_id: int, terms: list[str], **fields: Any) -> SubscriberSpec:
+    """A spec as the hub pushes it for a crawler of a user's credential on the fake X."""
+    return dataclasses.replace(spec(crawler_id, terms), credential=credential(x), **fields)
+
+
+def add_foreign_rule(x: FakeX, value: str) -> None:
+    """A rule someone else put on the same app, without Black Widow's tag."""
+    client = tweepy.StreamingClient("test-token")
+    route_to(client.session, x.url)
+    client.add_rules(tweepy.StreamRule(value, tag="someone else's"))
+
+
+def test_the_last_crawler_leaving_takes_its_rules_and_leaves_foreign_ones(x, pool):
+    add_foreign_rule(x, "cats")
+    pool.put(pushed(x, 1, ["alpha"]), now=0.0)
+    pool.put(pushed(x, 2, ["beta"]), now=0.0)
+    wait_until(
+        lambda: our_rule_values(x) == {'"alpha"', '"beta"'} and x.open_streams() == 1,
+        what="both crawlers' rules and the stream",
+    )
+
+    pool.delete(1)
+    wait_until(lambda: our_rule_values(x) == {'"beta"'}, what="the leaving crawler's rule gone")
+    pool.delete(2)
+
+    wait_until(lambda: not our_rule_values(x), timeout=GONE_WITHIN, what="the last rule gone")
+    wait_until(lambda: x.open_streams() == 0, what="the connection closed")
+    assert rule_values(x) == {"cats"}
+
+
+def test_a_crawler_at_its_limit_keeps_its_rules_until_it_is_removed(x, pool):
+    pool.put(pushed(x, 1, ["alpha"], item_limit=2), now=0.0)
+    wait_until(lambda: our_rule_values(x) and x.open_streams() == 1, what="rule and stream")
+    x.publish_many([f"alpha {n}" for n in range(5)])
+    wait_until(lambda: pool.statuses()[0]["state"] == "limit_reached", what="the limit")
+    assert our_rule_values(x) == {'"alpha"'}  # the hub removes it; the node does not decide
+
+    pool.delete(1)
+
+    wait_until(lambda: not our_rule_values(x), timeout=GONE_WITHIN, what="its rule gone")
+
+
+def test_stopping_never_waits_for_x_to_answer(x):
+    with Running(x, spec(1, ["alpha"])) as running:
+        wait_until(lambda: our_rule_values(x) and x.open_streams() == 1, what="rule and stream")
+        asked = len(x.rule_requests)
+        with x.holding_rules():
+            running.source.detach(1)
+            running.source.stop()  # back at once, though X answers nothing meanwhile
+            wait_until(lambda: len(x.rule_requests) > asked, what="the last rules call sent")
+            assert our_rule_values(x) == {'"alpha"'}
+    wait_until(lambda: not our_rule_values(x), timeout=GONE_WITHIN, what="the rule gone")
