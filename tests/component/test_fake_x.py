@@ -305,6 +305,32 @@ def test_queued_connect_failures(fake: FakeX) -> None:
     assert fake.connections_refused == 2
 
 
+def test_a_stream_whose_client_left_still_counts_for_the_linger() -> None:
+    with FakeX(keepalive=0.1, linger=60.0) as fake:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        url = fake.url + "/2/tweets/search/stream"
+        with requests.get(url, headers=headers, stream=True, timeout=5) as first:
+            assert first.status_code == 200
+        wait_until(lambda: fake.open_streams() == 0, timeout=5, what="the client noticed gone")
+
+        refused = requests.get(url, headers=headers, timeout=5)
+        lingering = fake.lingering(TOKEN)
+        fake.release_lingering()
+        with requests.get(url, headers=headers, stream=True, timeout=5) as after:
+            accepted_status = after.status_code
+
+    assert refused.status_code == 429
+    assert refused.json() == {
+        "title": "ConnectionException",
+        "detail": "This stream is currently at the maximum allowed connection limit.",
+        "connection_issue": "TooManyConnections",
+        "type": "https://api.twitter.com/2/problems/streaming-connection",
+    }
+    assert lingering == 1
+    assert accepted_status == 200
+    assert [status for _, status in fake.connect_times] == [200, 429, 200]
+
+
 def test_closing_the_fake_ends_open_streams() -> None:
     with FakeX(keepalive=0.1) as fake:
         response = requests.get(

@@ -3,10 +3,10 @@ search, for tests.
 
 X is a paid service tests must never call, so this stands in for api.twitter.com. It speaks X's
 wire format and keeps the limits a client has to live with (one stream connection per app,
-rule caps, rate limits, keep-alives, dropped connections), so a client that works here has met
-them. Point the real tweepy client at it with `route_to(client.session, fake.url)`. Use it as a
-context manager (it runs in a thread) or run it as a module, which prints its URL as the first
-line.
+rule caps, rate limits, keep-alives, dropped connections, connections still counted after
+their client left), so a client that works here has met them. Point the real tweepy client
+at it with `route_to(client.session, fake.url)`. Use it as a context manager (it runs in a
+thread) or run it as a module, which prints its URL as the first line.
 """
 
 from __future__ import annotations
@@ -363,7 +363,9 @@ class FakeX(StreamingFake):
     """The fake X API: `with FakeX() as x: route_to(client.session, x.url)`.
 
     Each bearer token in `tokens` is an app with its own stream rules and its one allowed stream
-    connection. Tests publish tweets; open streams whose rules match them receive them.
+    connection. Tests publish tweets; open streams whose rules match them receive them. X goes
+    on counting a connection whose client vanished until its keep-alives fail (about 20 s); a
+    `linger` of seconds does so here, answering TooManyConnections meanwhile.
     """
 
     handler = _XHandler
@@ -374,6 +376,7 @@ class FakeX(StreamingFake):
         max_rules: int = 1000,
         max_rule_length: int = 1024,
         keepalive: float = 0.2,
+        linger: float = 0.0,
     ) -> None:
         self.tokens = frozenset(tokens)
         self.max_rules = max_rules
@@ -388,7 +391,7 @@ class FakeX(StreamingFake):
         self._searches: list[Search] = []
         self._searches_limited = 0
         self.tweets_streamed = 0
-        super().__init__(keepalive)
+        super().__init__(keepalive, linger)
 
     # Control API for tests.
 

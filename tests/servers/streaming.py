@@ -175,13 +175,17 @@ class StreamingFake:
     """A fake service running in a thread: `with Fake() as fake: fake.url`.
 
     Streams are keyed (by token, by query) and each key may have one open stream at a time,
-    as the paid services allow. Every public method is thread-safe.
+    as the paid services allow. A stream whose client went away still counts for `linger`
+    seconds, as a service that notices a vanished client only when its keep-alives fail.
+    Every public method is thread-safe.
     """
 
     handler: type[StreamHandler]
 
-    def __init__(self, keepalive: float) -> None:
+    def __init__(self, keepalive: float, linger: float = 0.0) -> None:
         self.keepalive = keepalive
+        self.linger = linger
+        self._lingering: list[tuple[str, float]] = []  # (key, counted until time.monotonic())
         self.closing = threading.Event()
         self._lock = threading.RLock()
         self._streams: list[OpenStream] = []
@@ -234,6 +238,17 @@ class StreamingFake:
         with self._lock:
             return sum(1 for stream in self._streams if key is None or stream.key == key)
 
+    def lingering(self, key: str | None = None) -> int:
+        """Streams of `key`, or of every key, whose client left but which still count."""
+        with self._lock:
+            now = time.monotonic()
+            return sum(1 for k, until in self._lingering if (key in (None, k)) and until > now)
+
+    def release_lingering(self) -> None:
+        """Stop counting the streams whose client left, as the service does when it notices."""
+        with self._lock:
+            self._lingering.clear()
+
     def fail_next_connects(self, n: int, status: int = 429) -> None:
         """Refuse the next `n` stream connections (that would otherwise open) with `status`."""
         with self._lock:
@@ -258,7 +273,7 @@ class StreamingFake:
         self, key: str, sock: socket.socket, options: dict[str, Any]
     ) -> OpenStream | Refusal:
         with self._lock:
-            if self.open_streams(key):
+            if self.open_streams(key) or self.lingering(key):
                 refusal = Refusal(429, too_many=True)
             elif self._failures:
                 refusal = Refusal(self._failures.popleft(), too_many=False)
@@ -273,9 +288,13 @@ class StreamingFake:
             return refusal
 
     def _release(self, stream: OpenStream) -> None:
+        """The stream ended. Its client left, unless the service dropped it or is closing: then
+        the stream still counts for `linger` seconds."""
         with self._lock:
             if stream in self._streams:
                 self._streams.remove(stream)
+            if self.linger > 0 and not (stream.dropped or self.closing.is_set()):
+                self._lingering.append((stream.key, time.monotonic() + self.linger))
 
     def _written(self, stream: OpenStream, count: int) -> None:
         with self._lock:
