@@ -3,6 +3,14 @@
 Network trouble: reconnect at once, then back off linearly by 250 ms up to 16 s. An HTTP
 error: 5 s, doubling up to 320 s. A rate limit (420/429): the provider's own `Retry-After`
 when it gives one, else `rate_limit_wait` (X says a minute), doubling up to 16 times that.
+
+X also answers 429 when the app's one connection is taken (TooManyConnections), and it may go
+on counting a connection whose client vanished (a node that died). X does not say for how
+long; its streams send a keep-alive every 20 s and call 20 s of silence a dead connection, so
+we take about that. The refusal is retried every few seconds, jittered, for RELEASE_WINDOW
+after the first one, and only then waits like a rate limit: a node taking over a dead node's
+credential connects as soon as X lets go, and a connection truly held elsewhere is not
+knocked on for ever (connection attempts count against X's rate limit too).
 """
 
 from __future__ import annotations
@@ -14,6 +22,9 @@ NETWORK_MAX = 16.0
 HTTP_FIRST = 5.0
 HTTP_MAX = 320.0
 RATE_LIMIT_STATUSES = (420, 429)
+RELEASE_WINDOW = 20.0  # seconds: X's keep-alive timeout, how long it may count a lost connection
+RELEASE_RETRY = 2.0  # seconds between tries inside the window,
+RELEASE_JITTER = 1.0  # plus up to this, at random, so nodes do not knock in step
 
 
 class ReconnectPolicy:
@@ -22,10 +33,12 @@ class ReconnectPolicy:
         self._network_failures = 0
         self._http_failures = 0
         self._rate_limits = 0
+        self._too_many_since: float | None = None
 
     def connected(self) -> None:
         """A connection worked: the next failure starts the backoff afresh."""
         self._network_failures = self._http_failures = self._rate_limits = 0
+        self._too_many_since = None
 
     def after_network_error(self) -> float:
         wait = min(NETWORK_MAX, NETWORK_STEP * self._network_failures)
@@ -41,6 +54,16 @@ class ReconnectPolicy:
             return doubling_delay(self._rate_limits, first=first, cap=16 * first)
         self._http_failures += 1
         return doubling_delay(self._http_failures, first=HTTP_FIRST, cap=HTTP_MAX)
+
+    def after_too_many_connections(self, now: float, jitter: float) -> float:
+        """The app's one connection is taken (X's TooManyConnections): likely our own lost one,
+        still counted, so try again soon until RELEASE_WINDOW has passed since the first such
+        refusal, then wait as for a rate limit. `now` in monotonic seconds; `jitter` in [0, 1)."""
+        if self._too_many_since is None:
+            self._too_many_since = now
+        if now - self._too_many_since < RELEASE_WINDOW:
+            return round(RELEASE_RETRY + RELEASE_JITTER * jitter, 1)
+        return self.after_http_error(429)
 
 
 def describe_http_error(provider: str, status: int, wait: float) -> str:

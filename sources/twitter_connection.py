@@ -3,13 +3,17 @@ what happens on it. The source decides what to do about it (sources.twitter_stre
 
 tweepy owns the connection and its documented reconnects after network trouble; a refused
 connection (429, 401, ...) ends its loop here instead, so the source can wait interruptibly.
+tweepy tells the status of a refusal alone; a 429's body says whether it is a rate limit or
+the app's one connection taken (TooManyConnections), so that is read here, bounded.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any, Protocol
 
+import requests
 import tweepy
 
 from sources import twitter_client
@@ -17,6 +21,19 @@ from sources.fetcher import GuardedFetcher
 from sources.reconnect import short_error
 
 log = logging.getLogger(__name__)
+
+TOO_MANY_CONNECTIONS = "TooManyConnections"
+PROBLEM_BYTES = 4096  # an X problem is a few hundred bytes; never read more of a refusal
+
+
+def connection_issue(body: bytes) -> str | None:
+    """The `connection_issue` of an X problem (`TooManyConnections`), or None."""
+    try:
+        problem = json.loads(body)
+    except ValueError:
+        return None
+    issue = problem.get("connection_issue") if isinstance(problem, dict) else None
+    return issue if isinstance(issue, str) else None
 
 
 class StreamOwner(Protocol):
@@ -41,6 +58,14 @@ class Connection(tweepy.StreamingClient):
         twitter_client.route(self.session, credential, fetcher)
         self._owner = owner
         self.refused_with: int | None = None
+        self.refused_for: str | None = None  # X's connection_issue, when it gave one
+        self.session.hooks["response"].append(self._read_problem)
+
+    def _read_problem(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
+        """Before tweepy sees a 429, keep why X refused it."""
+        if response.status_code == 429:
+            body = response.raw.read(PROBLEM_BYTES, decode_content=True)
+            self.refused_for = connection_issue(body)
 
     def on_connect(self) -> None:
         self._owner.connected()

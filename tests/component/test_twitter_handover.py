@@ -16,6 +16,7 @@ import tweepy
 from blackwidow.store.sqlite import SqliteStore
 from sources.model import SubscriberSpec
 from sources.pool import DataSourcePool
+from sources.reconnect import RELEASE_RETRY
 from sources.registry import SourceContext, opener
 from tests.component.x_stream import (
     FETCHER,
@@ -101,3 +102,22 @@ def test_stopping_never_waits_for_x_to_answer(x):
             wait_until(lambda: len(x.rule_requests) > asked, what="the last rules call sent")
             assert our_rule_values(x) == {'"alpha"'}
     wait_until(lambda: not our_rule_values(x), timeout=GONE_WITHIN, what="the rule gone")
+
+
+# -- the app's one connection changing hands ---------------------------------------------------
+
+
+def test_a_connection_x_still_counts_is_waited_out_in_seconds_not_a_rate_limit_wait():
+    with FakeX(keepalive=0.05, linger=1.0) as x:  # X's own: about 20 s
+        with Running(x, spec(1, ["alpha"])):  # the earlier holder: a node that then died
+            wait_until(lambda: x.open_streams() == 1, what="the earlier holder connected")
+        with Running(x, spec(1, ["alpha"]), rate_limit_wait=60.0) as running:
+            wait_until(
+                lambda: x.open_streams() == 1 and running.sink.errors[-1:] == [None],
+                what="connected once X let go, and the error cleared",
+            )
+    statuses = [status for _at, status in x.connect_times]
+    refusals = [e for e in running.sink.errors if e and "TooManyConnections" in e]
+    assert statuses[0] == 200 and statuses[-1] == 200 and set(statuses[1:-1]) == {429}
+    assert 1 <= len(refusals) == len(statuses) - 2
+    assert all(float(e.rsplit(" ", 1)[1].rstrip("s")) <= RELEASE_RETRY + 1 for e in refusals)

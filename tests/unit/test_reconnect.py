@@ -1,10 +1,16 @@
-"""Stream reconnects: linear after network trouble, doubling after HTTP errors and rate limits."""
+"""Stream reconnects: linear after network trouble, doubling after HTTP errors and rate limits,
+every few seconds while X still counts a lost connection (TooManyConnections)."""
 
 from __future__ import annotations
 
 import pytest
 
-from sources.reconnect import ReconnectPolicy, describe_http_error
+from sources.reconnect import (
+    RELEASE_RETRY,
+    RELEASE_WINDOW,
+    ReconnectPolicy,
+    describe_http_error,
+)
 
 RATE_LIMIT_WAIT = 60.0
 
@@ -98,3 +104,36 @@ def test_describe_http_error(status, wait, expected):
 
 def test_describe_http_error_names_the_provider():
     assert describe_http_error("the provider", 401, 5.0).startswith("the provider refused")
+
+
+# --- TooManyConnections: the app's one connection still counted -------------------------------
+
+
+def test_too_many_connections_retries_every_few_seconds_within_xs_keepalive_window(policy):
+    waits = [policy.after_too_many_connections(now, jitter=0.0) for now in (0.0, 2.0, 4.0, 19.9)]
+    assert waits == [RELEASE_RETRY] * 4
+
+
+def test_too_many_connections_waits_are_jittered_by_up_to_a_second(policy):
+    assert policy.after_too_many_connections(0.0, jitter=0.5) == RELEASE_RETRY + 0.5
+    assert policy.after_too_many_connections(1.0, jitter=0.999) == RELEASE_RETRY + 1.0
+
+
+def test_too_many_connections_past_the_window_waits_like_a_rate_limit(policy):
+    policy.after_too_many_connections(100.0, jitter=0.0)
+    waits = [policy.after_too_many_connections(now, 0.0) for now in (120.0, 180.0, 300.0)]
+    assert waits == [RATE_LIMIT_WAIT, 2 * RATE_LIMIT_WAIT, 4 * RATE_LIMIT_WAIT]
+
+
+def test_a_rate_limit_never_gets_the_short_schedule(policy):
+    assert policy.after_http_error(429) == RATE_LIMIT_WAIT > RELEASE_WINDOW
+
+
+def test_the_window_counts_from_the_first_refusal_since_the_last_connection(policy):
+    policy.after_too_many_connections(0.0, jitter=0.0)
+    assert policy.after_too_many_connections(RELEASE_WINDOW, 0.0) == RATE_LIMIT_WAIT
+
+    policy.connected()
+
+    assert policy.after_too_many_connections(RELEASE_WINDOW + 1.0, 0.0) == RELEASE_RETRY
+    assert policy.after_http_error(429) == RATE_LIMIT_WAIT  # the rate-limit count started afresh
