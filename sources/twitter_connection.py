@@ -1,5 +1,5 @@
 """One filtered-stream connection of an X app: tweepy's StreamingClient, telling its data source
-what happens on it. The source decides what to do about it (sources.twitter_stream).
+(sources.twitter_stream) what happens on it, and how long to wait when it ends.
 
 tweepy owns the connection and its documented reconnects after network trouble; a refused
 connection (429, 401, ...) ends its loop here instead, so the source can wait interruptibly.
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
+import random
+import time
 from typing import Any, Protocol
 
 import requests
@@ -18,7 +20,7 @@ import tweepy
 
 from sources import twitter_client
 from sources.fetcher import GuardedFetcher
-from sources.reconnect import short_error
+from sources.reconnect import ReconnectPolicy, describe_http_error, short_error
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,20 @@ class Connection(tweepy.StreamingClient):
         if response.status_code == 429:
             body = response.raw.read(PROBLEM_BYTES, decode_content=True)
             self.refused_for = connection_issue(body)
+
+    def next_wait(self, policy: ReconnectPolicy) -> tuple[float, str]:
+        """After this connection ended (not by our hang-up): how long to wait before the next,
+        as `policy` says for why it ended, and the words for the crawlers."""
+        status = self.refused_with
+        if status is None:  # tweepy gave up on an unexpected error
+            wait = policy.after_network_error()
+            return wait, f"stream failed; reconnecting in {wait:g}s"
+        if status == 429 and self.refused_for == TOO_MANY_CONNECTIONS:
+            wait = policy.after_too_many_connections(time.monotonic(), random.random())
+            taken = f"X counts another connection of this app ({TOO_MANY_CONNECTIONS})"
+            return wait, f"{taken}; retrying in {wait:g}s"
+        wait = policy.after_http_error(status)
+        return wait, describe_http_error("X", status, wait)
 
     def on_connect(self) -> None:
         self._owner.connected()

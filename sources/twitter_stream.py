@@ -12,7 +12,6 @@ interruptible, and shows on every crawler's status.
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from datetime import UTC, datetime
@@ -24,8 +23,8 @@ from sources import api_session, twitter_client, twitter_rules
 from sources.backoff import doubling_delay
 from sources.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink, SubscriberSpec
-from sources.reconnect import ReconnectPolicy, describe_http_error, short_error
-from sources.twitter_connection import TOO_MANY_CONNECTIONS, Connection
+from sources.reconnect import ReconnectPolicy, short_error
+from sources.twitter_connection import Connection
 from sources.twitter_items import EXPANSIONS, TWEET_FIELDS, USER_FIELDS, tweet_item, users_by_id
 from sources.twitter_query import RuleLimits, rule_limits
 from sources.twitter_rules import Group, RemoteRule, TermTooLong
@@ -238,23 +237,10 @@ class TwitterStreamSource:
             )
             if self._stop.is_set():
                 return
-            wait, message = self._wait_after(connection)
+            wait, message = connection.next_wait(self._policy)
             log.warning("stream refused key=%s reason=%s", self.key, message)
             self._report(message)
             self._stop.wait(wait)
-
-    def _wait_after(self, connection: Connection) -> tuple[float, str]:
-        """How long to wait before connecting again, and the words for the crawlers."""
-        status = connection.refused_with
-        if status is None:  # tweepy gave up on an unexpected error
-            wait = self._policy.after_network_error()
-            return wait, f"stream failed; reconnecting in {wait:g}s"
-        if status == 429 and connection.refused_for == TOO_MANY_CONNECTIONS:
-            wait = self._policy.after_too_many_connections(time.monotonic(), random.random())
-            taken = f"X counts another connection of this app ({TOO_MANY_CONNECTIONS})"
-            return wait, f"{taken}; retrying in {wait:g}s"
-        wait = self._policy.after_http_error(status)
-        return wait, describe_http_error("X", status, wait)
 
     def connected(self) -> None:
         self.connects += 1
