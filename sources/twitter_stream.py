@@ -37,6 +37,9 @@ RULES_RETRY_MAX = 60.0
 # seconds: a stopped source sends its last rules call within this or not at all, so a stop
 # never leaves a thread waiting on an X that does not answer
 CLEANUP_WAIT = 10.0
+# seconds after each connect: by then an earlier holder's last rules call has landed (it is sent
+# within CLEANUP_WAIT of its stop, and connects within 5 s), so the rules are reconciled again
+RECHECK_AFTER = 20.0
 
 
 class TwitterStreamSource:
@@ -46,6 +49,7 @@ class TwitterStreamSource:
         credential: dict[str, Any],
         fetcher: GuardedFetcher,
         rate_limit_wait: float,
+        recheck_after: float = RECHECK_AFTER,
     ) -> None:
         self.key = key
         self._credential = credential
@@ -65,6 +69,8 @@ class TwitterStreamSource:
         self._changed = threading.Event()
         self._stop = threading.Event()
         self._connection: Connection | None = None
+        self._recheck_after = recheck_after
+        self._recheck: threading.Timer | None = None
         self._sink: SourceSink | None = None
         self.connects = 0
 
@@ -123,7 +129,9 @@ class TwitterStreamSource:
         self._stop.set()
         self._changed.set()
         with self._lock:
-            connection = self._connection
+            connection, recheck = self._connection, self._recheck
+        if recheck is not None:
+            recheck.cancel()
         if connection is not None:
             connection.disconnect()
             api_session.hang_up(connection.session)  # free the app's one connection now
@@ -247,6 +255,19 @@ class TwitterStreamSource:
         self._policy.connected()
         log.info("stream connected key=%s connects=%s", self.key, self.connects)
         self._report(None)
+        self._recheck_later()
+
+    def _recheck_later(self) -> None:
+        """The app's one connection was free, so whoever held it before (this node's previous
+        source for the key, or another node's) has stopped, and may still be deleting the
+        rules it owned, ours now too. Reconciling once more after RECHECK_AFTER restores them."""
+        timer = threading.Timer(self._recheck_after, self._changed.set)
+        timer.daemon = True
+        with self._lock:
+            previous, self._recheck = self._recheck, timer
+        if previous is not None:
+            previous.cancel()
+        timer.start()
 
     def lost(self, message: str) -> None:
         if self._stop.is_set():  # our own hang-up

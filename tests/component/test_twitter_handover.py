@@ -1,7 +1,9 @@
 """The X stream when crawlers leave and when the app's one connection changes hands, against
 the fake X API through the real tweepy client.
 
-A crawler's rules leave with it, the last one's too; stopping never waits on X.
+A crawler's rules leave with it, the last one's too; stopping never waits on X; a connection X
+still counts after its client left is waited out in seconds; rules an earlier holder deletes
+after the connection changed hands come back.
 """
 
 from __future__ import annotations
@@ -55,11 +57,21 @@ def pushed(x: FakeX, crawler_id: int, terms: list[str], **fields: Any) -> Subscr
     return dataclasses.replace(spec(crawler_id, terms), credential=credential(x), **fields)
 
 
-def add_foreign_rule(x: FakeX, value: str) -> None:
-    """A rule someone else put on the same app, without Black Widow's tag."""
+def rules_client(x: FakeX) -> tweepy.StreamingClient:
+    """A client of the same app, as someone else (or another node) would use it."""
     client = tweepy.StreamingClient("test-token")
     route_to(client.session, x.url)
-    client.add_rules(tweepy.StreamRule(value, tag="someone else's"))
+    return client
+
+
+def add_foreign_rule(x: FakeX, value: str) -> None:
+    """A rule someone else put on the same app, without Black Widow's tag."""
+    rules_client(x).add_rules(tweepy.StreamRule(value, tag="someone else's"))
+
+
+def delete_our_rules(x: FakeX) -> None:
+    ids = [r["id"] for r in x.rules() if r.get("tag", "").startswith("blackwidow:")]
+    rules_client(x).delete_rules(ids)
 
 
 def test_the_last_crawler_leaving_takes_its_rules_and_leaves_foreign_ones(x, pool):
@@ -121,3 +133,25 @@ def test_a_connection_x_still_counts_is_waited_out_in_seconds_not_a_rate_limit_w
     assert statuses[0] == 200 and statuses[-1] == 200 and set(statuses[1:-1]) == {429}
     assert 1 <= len(refusals) == len(statuses) - 2
     assert all(float(e.rsplit(" ", 1)[1].rstrip("s")) <= RELEASE_RETRY + 1 for e in refusals)
+
+
+def test_rules_an_earlier_holder_deletes_late_come_back_once_the_connection_is_ours():
+    with FakeX(keepalive=0.05, linger=60.0) as x:
+        with Running(x, spec(1, ["alpha"])):  # the earlier holder, gone but still counted
+            wait_until(lambda: x.open_streams() == 1, what="the earlier holder connected")
+        with Running(x, spec(1, ["alpha"]), recheck_after=0.2) as running:
+            wait_until(
+                lambda: (
+                    [1] in running.sink.error_targets
+                    and 429 in [status for _at, status in x.connect_times]
+                ),
+                what="the rules reconciled, and the stream refused: X still counts the other",
+            )
+            delete_our_rules(x)  # the earlier holder's last rules call, landing late
+            assert not our_rule_values(x)
+            x.release_lingering()
+
+            wait_until(
+                lambda: x.open_streams() == 1 and our_rule_values(x) == {'"alpha"'},
+                what="connected, and the rule back",
+            )

@@ -8,7 +8,7 @@ from typing import Any
 from sources.fetcher import GuardedFetcher
 from sources.model import SubscriberSpec
 from sources.twitter_query import TwitterCredential, TwitterQuery
-from sources.twitter_stream import TwitterStreamSource
+from sources.twitter_stream import RECHECK_AFTER, TwitterStreamSource
 from tests.servers.fake_x import FakeX
 from tests.support import SinkRecorder
 
@@ -33,10 +33,13 @@ class Running:
         x: FakeX,
         *specs: SubscriberSpec,
         rate_limit_wait: float = RATE_LIMIT_WAIT,
+        recheck_after: float = RECHECK_AFTER,
         **extra: Any,
     ) -> None:
         self.sink = SinkRecorder()
-        self.source = TwitterStreamSource("key", credential(x, **extra), FETCHER, rate_limit_wait)
+        self.source = TwitterStreamSource(
+            "key", credential(x, **extra), FETCHER, rate_limit_wait, recheck_after
+        )
         for one in specs:
             self.source.attach(one)
 
