@@ -117,6 +117,8 @@ def test_ten_streaming_crawlers_share_one_connection_and_stop_exactly(cluster, x
     spent = stored(c, token, ids)
     assert sum(spent) == USER_LIMIT
     assert all(count <= CRAWLER_LIMIT for count in spent[:5])
+    # The hub removed every crawler, so the last one's rules went with the stream.
+    wait_until(lambda: not x.rules(NODE_TOKEN), what="no rule left on the app")
 
     # Raising the user's limit resumes the crawlers that still have room.
     patched = c.call(
