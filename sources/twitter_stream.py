@@ -68,6 +68,7 @@ class TwitterStreamSource:
         self._rule_values: dict[str, str] = {}  # rule id -> value, as X holds them
         self._changed = threading.Event()
         self._stop = threading.Event()
+        self._stopped_at = 0.0  # time.monotonic() of stop(), whence CLEANUP_WAIT runs
         self._connection: Connection | None = None
         self._recheck_after = recheck_after
         self._recheck: threading.Timer | None = None
@@ -126,6 +127,7 @@ class TwitterStreamSource:
     def stop(self) -> None:
         """Disconnect, and hang up at once rather than at the next keep-alive. Returns without
         waiting on X: the rules thread, woken, deletes the rules of the crawlers that left."""
+        self._stopped_at = time.monotonic()
         self._stop.set()
         self._changed.set()
         with self._lock:
@@ -172,18 +174,18 @@ class TwitterStreamSource:
         counting against the app's cap. Stopped with crawlers still here (the node lost its
         hub, or the credential was replaced), it leaves them to whoever runs those crawlers
         next, who reconciles them anyway."""
-        deadline = time.monotonic() + CLEANUP_WAIT
+        deadline = self._stopped_at + CLEANUP_WAIT  # a call in flight at stop used some of it
         with self._lock:
             if self._group_of or self._refused:
                 return
             groups, ids = set(self._served), set(self._rule_values)
         try:
             owned = twitter_rules.owned(self._remote_rules(), groups, ids)
-            if owned and time.monotonic() < deadline:
+            if owned and time.monotonic() >= deadline:
+                raise TimeoutError(f"no call sent after {CLEANUP_WAIT:g}s")
+            if owned:
                 self._rules_client.delete_rules(owned)
-                log.info(
-                    "rules deleted as the stream stopped key=%s deleted=%s", self.key, len(owned)
-                )
+                log.info("rules deleted on stopping key=%s deleted=%s", self.key, len(owned))
         except Exception as error:  # the next start on this app reconciles them
             log.warning("rules left on stopping key=%s error=%s", self.key, short_error(error))
 
