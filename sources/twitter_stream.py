@@ -127,7 +127,8 @@ class TwitterStreamSource:
     def stop(self) -> None:
         """Disconnect, and hang up at once rather than at the next keep-alive. Returns without
         waiting on X: the rules thread, woken, deletes the rules of the crawlers that left."""
-        self._stopped_at = time.monotonic()
+        if not self._stop.is_set():
+            self._stopped_at = time.monotonic()
         self._stop.set()
         self._changed.set()
         with self._lock:
