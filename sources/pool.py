@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
-from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from sources.changes import ChangeCounter
 from sources.keys import source_key
-from sources.model import DataSource, Item, ReportsFeeds, SubscriberSpec
+from sources.model import DataSource, ReportsFeeds, SubscriberSpec
+from sources.shared_source import PoolSink, SharedSource, described
 from sources.subscriber import BUFFER_ITEMS, ItemSink, Subscriber
 
 log = logging.getLogger(__name__)
@@ -39,63 +38,13 @@ class Changes:
     removed_data_sources: list[str]
 
 
-@dataclass
-class _Shared:
-    source: DataSource
-    source_type: str
-    crawler_ids: set[int] = field(default_factory=set)
-    # What a provider bills: each item once per user it reached, however many of the user's
-    # crawlers share the source. `run` names this source's life, for the hub's accounting.
-    run: str = field(default_factory=lambda: uuid.uuid4().hex)
-    credential: dict[str, Any] | None = field(default=None, repr=False)  # pushed, if any
-    delivered: Counter[int] = field(default_factory=Counter)
-    error: str | None = None  # the source's own trouble, shown on every subscriber
-    failing: bool = False  # the source gets nothing at all
-    crawler_errors: dict[int, str] = field(default_factory=dict)  # one subscriber's trouble
-    stamp: int = 0  # the number of its latest change (sources.changes)
-
-    def error_for(self, crawler_id: int) -> str | None:
-        return self.error or self.crawler_errors.get(crawler_id)
-
-
-class _PoolSink:
-    """A data source's sink: fans its items and errors out to its subscribers."""
-
-    def __init__(self, pool: DataSourcePool, shared: _Shared) -> None:
-        self._pool = pool
-        self._shared = shared
-
-    def deliver(self, items: Sequence[Item], to: Collection[int] | None = None) -> None:
-        members = self._pool.members(self._shared, to)
-        for user_id in {subscriber.spec.user_id for subscriber in members}:
-            self._shared.delivered[user_id] += len(items)
-        self._pool.changes_of.mark(self._shared)
-        for subscriber in members:
-            subscriber.offer(items)
-
-    def report_error(
-        self, message: str | None, to: Collection[int] | None = None, failing: bool = False
-    ) -> None:
-        shared = self._shared
-        if to is None and (shared.error, shared.failing) != (message, failing):
-            shared.error, shared.failing = message, failing
-            self._pool.changes_of.mark(shared)
-        for crawler_id in to or ():
-            if message is None:
-                shared.crawler_errors.pop(crawler_id, None)
-            else:
-                shared.crawler_errors[crawler_id] = message
-        for subscriber in self._pool.members(shared, to):
-            subscriber.source_trouble(shared.error_for(subscriber.spec.crawler_id), shared.failing)
-
-
 class DataSourcePool:
     def __init__(self, open_source: OpenSource, sink: ItemSink, buffer: int = BUFFER_ITEMS) -> None:
         self._open_source = open_source
         self._sink = sink
         self._buffer = buffer
         self._lock = threading.RLock()
-        self._sources: dict[str, _Shared] = {}
+        self._sources: dict[str, SharedSource] = {}
         self._subscribers: dict[int, tuple[str, Subscriber]] = {}
         self._failing: set[Subscriber] = set()  # those whose store write waits for a retry
         self._failing_lock = threading.Lock()  # taken inside a subscriber's, never around one
@@ -139,11 +88,11 @@ class DataSourcePool:
 
     def _attach(
         self, key: str, spec: SubscriberSpec, subscriber: Subscriber, to_stop: list[DataSource]
-    ) -> tuple[_Shared, bool]:
+    ) -> tuple[SharedSource, bool]:
         shared = self._sources.get(key)
         started = shared is None
         if shared is None:
-            shared = _Shared(
+            shared = SharedSource(
                 source=self._open_source(key, spec),
                 source_type=spec.source,
                 credential=spec.credential,
@@ -157,11 +106,11 @@ class DataSourcePool:
         self._subscribers[spec.crawler_id] = (key, subscriber)
         shared.source.attach(spec)
         if started:
-            shared.source.start(_PoolSink(self, shared))
+            shared.source.start(PoolSink(self, shared))
             log.info("data source started key=%s source=%s", key, spec.source)
         return shared, started
 
-    def _reopen_for(self, shared: _Shared, key: str, spec: SubscriberSpec) -> list[DataSource]:
+    def _reopen_for(self, shared: SharedSource, key: str, spec: SubscriberSpec) -> list[DataSource]:
         """A user who replaced a stored credential (a rotated token) gets a data source that
         connects with the new one; every subscriber of the key moves to it. Returns the old
         source, to stop outside the lock."""
@@ -173,11 +122,11 @@ class DataSourcePool:
         for crawler_id in shared.crawler_ids:
             if crawler_id != spec.crawler_id:
                 shared.source.attach(self._subscribers[crawler_id][1].spec)
-        shared.source.start(_PoolSink(self, shared))
+        shared.source.start(PoolSink(self, shared))
         log.info("data source reopened with a replaced credential key=%s", key)
         return [old]
 
-    def members(self, shared: _Shared, to: Collection[int] | None) -> list[Subscriber]:
+    def members(self, shared: SharedSource, to: Collection[int] | None) -> list[Subscriber]:
         """The subscribers of a data source, or those of them it names."""
         with self._lock:
             wanted = shared.crawler_ids if to is None else shared.crawler_ids.intersection(to)
@@ -278,7 +227,7 @@ class DataSourcePool:
     def data_sources(self) -> list[dict[str, Any]]:
         """Every data source."""
         with self._lock:
-            return [_described(key, shared) for key, shared in sorted(self._sources.items())]
+            return [described(key, shared) for key, shared in sorted(self._sources.items())]
 
     def changes(self, stream: str, since: int, keys: KeyFilter = None) -> Changes:
         """What changed after change `since` of `stream` among the subscribers and data
@@ -294,7 +243,7 @@ class DataSourcePool:
                 s for key, s in self._subscribers.values() if s.stamp > after and owned(key)
             ]
             sources = [
-                _described(key, shared)
+                described(key, shared)
                 for key, shared in self._sources.items()
                 if shared.stamp > after and owned(key)
             ]
@@ -334,15 +283,3 @@ class DataSourcePool:
 
 def _everything(source_key: str) -> bool:
     return True
-
-
-def _described(key: str, shared: _Shared) -> dict[str, Any]:
-    """A data source as a poll and a node's health show it."""
-    return {
-        "key": key,
-        "source": shared.source_type,
-        "subscribers": len(shared.crawler_ids),
-        "error": shared.error,
-        "run": shared.run,
-        "delivered": {str(user): n for user, n in shared.delivered.items()},
-    }
