@@ -82,6 +82,7 @@ class DataSourcePool:
         self._stop_all(to_stop)
         if status is not None:
             return status
+        subscriber.load_count()
         if not started:
             subscriber.offer(shared.source.snapshot())
         return subscriber.status()

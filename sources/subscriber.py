@@ -73,9 +73,13 @@ class Subscriber:
         self._source_failing = False
         self.confirmed_at = confirmed_at
         self._apply(spec)
+
+    def load_count(self) -> None:
+        """Ask the store how many items the crawler has (once). A store query: the pool calls
+        it outside its own lock, so a slow store never holds up every other subscriber."""
         with self._cond:
-            self._load_count()
-            self._changed()
+            if self.items_collected is None and self._load_count():
+                self._changed()
 
     def _apply(self, spec: SubscriberSpec) -> None:
         self.spec = spec
