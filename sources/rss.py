@@ -247,7 +247,8 @@ class RssSource:
         """Parse a changed document and deliver its new items; False when the source was
         stopped meanwhile (its subscribers are gone, and nothing is delivered)."""
         with self._parse_slot():
-            items, feed.ttl = parse_feed(result.body, result.url, fetched_at, result.headers)
+            known = {item.id: item for item in feed.items}
+            items, feed.ttl = parse_feed(result.body, result.url, fetched_at, result.headers, known)
         feed.entries = len(items)
         with self._items_lock:
             feed.items = items

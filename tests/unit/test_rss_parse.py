@@ -254,3 +254,16 @@ def test_html_is_reduced_to_its_text_without_feedparser_sanitising(html: str, te
     [item] = parse_feed(body, FEED_URL, FETCHED_AT, XML)[0]
 
     assert item.text == text
+
+
+def test_an_entry_known_from_the_last_document_is_that_item_again() -> None:
+    body = (DATA / "rss_guid.xml").read_bytes()
+    first, _ = parse_feed(body, FEED_URL, FETCHED_AT, XML)
+    later = datetime(2024, 5, 2, tzinfo=UTC)
+    known = {item.id: item for item in first[:1]}
+
+    again, _ = parse_feed(body, FEED_URL, later, XML, known)
+
+    assert [item.id for item in again] == [item.id for item in first]
+    assert again[0] is first[0]  # not extracted anew: first seen at FETCHED_AT
+    assert all(item.fetched_at == later for item in again[1:])
