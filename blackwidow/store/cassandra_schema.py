@@ -8,10 +8,13 @@ once applied. There is one table per read path:
   so no partition grows without bound; crawler_days lists the days that have items.
 - items_by_id: which items a crawler has ever stored, for idempotent writes, and the
   conversation each is in, for its replies to join: 16 buckets per crawler, kept past
-  retention so an expired item is not collected again.
+  retention so an expired item is not collected again. Since version 3 each row names the
+  writer that confirmed it and is `pending` until its item's rows are written.
 - items_by_conversation: the items of one conversation, oldest first.
-- crawler_totals: items stored per crawler as one absolute total per writer process, so every
-  write can be repeated safely (no counters).
+- bucket_totals: items stored per crawler as one absolute total per id bucket and writer
+  process, in the id rows' partition so a total and the confirms it counts are one mutation;
+  every write can be repeated safely (no counters). crawler_totals holds the totals written
+  before version 3, still added in.
 """
 
 from __future__ import annotations
@@ -70,6 +73,18 @@ VERSIONS: tuple[SchemaVersion, ...] = (
             "ALTER TABLE {ks}.items_by_crawler ADD IF NOT EXISTS html text",
             "ALTER TABLE {ks}.items_by_conversation ADD IF NOT EXISTS html text",
             "ALTER TABLE {ks}.items_by_id ADD IF NOT EXISTS conversation_id text",
+        ),
+    ),
+    SchemaVersion(
+        3,
+        "ids name their writer and stay pending until their items are written; totals per bucket",
+        (
+            "ALTER TABLE {ks}.items_by_id ADD IF NOT EXISTS writer uuid",
+            "ALTER TABLE {ks}.items_by_id ADD IF NOT EXISTS pending boolean",
+            """CREATE TABLE IF NOT EXISTS {ks}.bucket_totals (
+                crawler_id bigint, bucket int, writer uuid, stored bigint,
+                PRIMARY KEY ((crawler_id, bucket), writer)
+            )""",
         ),
     ),
 )

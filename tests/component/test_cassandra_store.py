@@ -46,7 +46,7 @@ def test_a_keyspace_without_the_schema_asks_for_db_upgrade(cassandra_service: An
     url = f"cassandra://{cassandra_service.contact_points}/never_upgraded?consistency=ONE"
     store = open_store(url)
     try:
-        with pytest.raises(StoreUnavailable, match=r"schema version 0 of 2.*blackwidow db upgrade"):
+        with pytest.raises(StoreUnavailable, match=r"schema version 0 of 3.*blackwidow db upgrade"):
             store.count(1)
     finally:
         store.close()
@@ -57,7 +57,7 @@ def test_upgrade_is_versioned_idempotent_and_follows_the_replication_setting(
 ) -> None:
     keyspace = f"upgrade_{uuid.uuid4().hex[:10]}"
     url = f"cassandra://{cassandra_service.contact_points}/{keyspace}"
-    assert upgrade_store(url) == f"cassandra keyspace {keyspace} applied versions [1, 2]"
+    assert upgrade_store(url) == f"cassandra keyspace {keyspace} applied versions [1, 2, 3]"
     assert upgrade_store(url) == f"cassandra keyspace {keyspace} already current"
     assert upgrade_store(url + "?replication=datacenter1:1").endswith("already current")
 
@@ -65,7 +65,7 @@ def test_upgrade_is_versioned_idempotent_and_follows_the_replication_setting(
     try:
         session = cluster.connect()
         versions = session.execute(f"SELECT version, description FROM {keyspace}.schema_versions")
-        assert sorted(row.version for row in versions) == [1, 2]
+        assert sorted(row.version for row in versions) == [1, 2, 3]
         replication = session.execute(
             "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (keyspace,)
         ).one()
@@ -81,8 +81,9 @@ def test_upgrade_is_versioned_idempotent_and_follows_the_replication_setting(
 def test_a_keyspace_of_version_1_keeps_its_items_and_gains_html(
     cassandra_service: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Rows written before html existed read back without it; the new columns' statements
-    run twice without harm (a version recorded as not applied is applied again)."""
+    """Rows written before html existed read back without it, and their totals still count;
+    the new columns' statements run twice without harm (a version recorded as not applied is
+    applied again)."""
     keyspace = f"old_{uuid.uuid4().hex[:10]}"
     url = f"cassandra://{cassandra_service.contact_points}/{keyspace}?consistency=ONE"
     with monkeypatch.context() as old:
@@ -101,7 +102,10 @@ def test_a_keyspace_of_version_1_keeps_its_items_and_gains_html(
         session.execute(
             "INSERT INTO crawler_days (crawler_id, day) VALUES (7, %s)", (fetched_at.date(),)
         )
-        assert upgrade_store(url).endswith("applied versions [2]")
+        session.execute(
+            "INSERT INTO crawler_totals (crawler_id, writer, stored) VALUES (7, uuid(), 1)"
+        )
+        assert upgrade_store(url).endswith("applied versions [2, 3]")
         session.execute("DELETE FROM schema_versions WHERE version = 2")
         assert upgrade_store(url).endswith("applied versions [2]")
 
@@ -121,6 +125,7 @@ def test_a_keyspace_of_version_1_keeps_its_items_and_gains_html(
         )
         store.add([new])
         assert store.items(7, 10) == [new, old_item]
+        assert store.count(7) == 2  # the total written before version 3 still counts
     finally:
         store.close()
         session.execute(f"DROP KEYSPACE {keyspace}", timeout=60)

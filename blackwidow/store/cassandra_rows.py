@@ -1,0 +1,164 @@
+"""How items become the Cassandra store's rows, and rows items again: no I/O.
+
+Rows are grouped by partition into unlogged batches, each a single mutation on the replicas.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, TypeVar
+
+from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statement
+
+from blackwidow.store import threads
+from blackwidow.store.cassandra_statements import Statements
+from blackwidow.store.writer_ledger import Bucket, IdRow
+from sources.model import Item
+
+BUCKETS = 16  # items_by_id partitions per crawler
+ROWS_PER_BATCH = 64  # rows in one single-partition batch
+DAY = timedelta(days=1)
+
+_Key = TypeVar("_Key")
+_T = TypeVar("_T")
+Work = list[tuple[Statement, Any]]
+
+
+def crawler_of(item: Item) -> int:
+    assert item.crawler_id is not None  # checked on the way in
+    return item.crawler_id
+
+
+def id_bucket(item_id: str) -> int:
+    """Stable across processes (crc32, never hash()): every node finds an id in one place."""
+    return zlib.crc32(item_id.encode()) % BUCKETS
+
+
+def bucket_of_item(item: Item) -> Bucket:
+    return crawler_of(item), id_bucket(item.id)
+
+
+def unfinished(row: IdRow | None) -> bool:
+    """No id row yet, or a pending one: the pending row is (re)written with this writer."""
+    return row is None or row.pending
+
+
+def first_fetch(item: Item, row: IdRow | None) -> Item:
+    """An item found pending keeps the fetch time of its first write, so its rows land on the
+    same keys (a re-delivery's own time would list it twice)."""
+    if row is None or row.fetched_at is None or row.fetched_at == item.fetched_at:
+        return item
+    return dataclasses.replace(item, fetched_at=row.fetched_at)
+
+
+def day_of(moment: datetime) -> date:
+    return moment.astimezone(UTC).date() if moment.tzinfo else moment.date()
+
+
+def grouped(items: Iterable[_T], key: Callable[[_T], _Key]) -> dict[_Key, list[_T]]:
+    groups: dict[_Key, list[_T]] = defaultdict(list)
+    for item in items:
+        groups[key(item)].append(item)
+    return groups
+
+
+def chunks(items: list[_T], size: int) -> Iterator[list[_T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def batches(
+    statement: PreparedStatement,
+    groups: dict[_Key, list[Item]],
+    values: Callable[[_Key, Item], tuple[Any, ...]],
+) -> Work:
+    """One unlogged batch per partition chunk: a single mutation on the replicas."""
+    work: Work = []
+    for key, members in groups.items():
+        for chunk in chunks(members, ROWS_PER_BATCH):
+            batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+            batch.is_idempotent = True
+            for item in chunk:
+                batch.add(statement, values(key, item))
+            work.append((batch, None))
+    return work
+
+
+def crawler_rows(st: Statements, items: list[Item], ttl: int) -> Work:
+    """items_by_crawler rows, one batch per (crawler, day) partition chunk."""
+    by_day = grouped(items, lambda item: (crawler_of(item), day_of(item.fetched_at)))
+    return batches(
+        st.insert_item,
+        by_day,
+        lambda key, item: (*key, *_key_values(item), item.conversation_id, ttl),
+    )
+
+
+def thread_rows(st: Statements, items: list[Item], ttl: int) -> Work:
+    """items_by_conversation rows of the items that are in a conversation."""
+    by_thread = grouped([i for i in items if i.conversation_id], lambda i: i.conversation_id)
+    return batches(st.insert_conversation, by_thread, lambda _, item: _thread_values(item, ttl))
+
+
+def copies(st: Statements, rows: list[Any], moves: dict[threads.Key, str]) -> Work:
+    """Rows of folded conversations written again under their roots, for the time they have
+    left, and their ids told the root (a later reply to one of them joins it there)."""
+    work: Work = []
+    for remaining, group in grouped(rows, lambda row: row.remaining or 0).items():
+        items = [item_from_row(row, moves[row.crawler_id, row.conversation_id]) for row in group]
+        work += crawler_rows(st, items, remaining) + thread_rows(st, items, remaining)
+        work += batches(
+            st.set_id_conversation,
+            grouped(items, bucket_of_item),
+            lambda key, item: (item.conversation_id, *key, item.id),
+        )
+    return work
+
+
+def _key_values(item: Item) -> tuple[Any, ...]:
+    """fetched_at and id, then the columns of ITEM (cassandra_statements) in their order."""
+    return (
+        item.fetched_at,
+        item.id,
+        item.source,
+        item.url,
+        item.title,
+        item.text,
+        item.author,
+        item.published_at,
+        item.in_reply_to,
+        item.html,
+    )
+
+
+def _thread_values(item: Item, ttl: int) -> tuple[Any, ...]:
+    sort_at = item.published_at or item.fetched_at
+    return (item.conversation_id, sort_at, item.crawler_id, *_key_values(item), ttl)
+
+
+def utc(moment: datetime | None) -> datetime | None:
+    """The driver returns naive UTC datetimes."""
+    return None if moment is None else moment.replace(tzinfo=UTC)
+
+
+def item_from_row(row: Any, conversation_id: str | None) -> Item:
+    fetched_at = utc(row.fetched_at)
+    assert fetched_at is not None
+    return Item(
+        id=row.item_id,
+        source=row.source,
+        url=row.url,
+        title=row.title,
+        text=row.text,
+        author=row.author,
+        published_at=utc(row.published_at),
+        fetched_at=fetched_at,
+        conversation_id=conversation_id,
+        in_reply_to=row.in_reply_to,
+        crawler_id=row.crawler_id,
+        html=row.html,
+    )

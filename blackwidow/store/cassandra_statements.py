@@ -1,0 +1,72 @@
+"""The Cassandra store's prepared CQL, one statement per write or read path, all idempotent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cassandra.cluster import Session
+from cassandra.query import PreparedStatement
+
+ITEM = "source, url, title, text, author, published_at, in_reply_to, html"  # in both tables
+_ITEM_MARKS = ", ".join("?" for _ in ITEM.split(","))
+
+
+@dataclass(frozen=True)
+class Statements:
+    insert_item: PreparedStatement
+    insert_day: PreparedStatement
+    insert_pending_id: PreparedStatement
+    confirm_id: PreparedStatement
+    set_bucket_total: PreparedStatement
+    insert_conversation: PreparedStatement
+    set_id_conversation: PreparedStatement
+    delete_thread_row: PreparedStatement
+    stored_ids: PreparedStatement
+    thread_rows: PreparedStatement
+    totals: PreparedStatement
+    bucket_totals: PreparedStatement
+    days: PreparedStatement
+    day_items: PreparedStatement
+    conversation: PreparedStatement
+
+    @classmethod
+    def prepare(cls, session: Session, ks: str) -> Statements:
+        prepared = {name: session.prepare(text) for name, text in _texts(ks).items()}
+        for statement in prepared.values():
+            statement.is_idempotent = True  # plain upserts and reads: a retry repeats, not adds
+        return cls(**prepared)
+
+
+def _texts(ks: str) -> dict[str, str]:
+    return {
+        "insert_item": f"INSERT INTO {ks}.items_by_crawler (crawler_id, day, fetched_at,"
+        f" item_id, {ITEM}, conversation_id) VALUES (?, ?, ?, ?, {_ITEM_MARKS}, ?)"
+        " USING TTL ?",
+        "insert_day": f"INSERT INTO {ks}.crawler_days (crawler_id, day) VALUES (?, ?) USING TTL ?",
+        "insert_pending_id": f"INSERT INTO {ks}.items_by_id (crawler_id, bucket, item_id,"
+        " fetched_at, conversation_id, writer, pending) VALUES (?, ?, ?, ?, ?, ?, true)",
+        "confirm_id": f"UPDATE {ks}.items_by_id SET pending = false, writer = ?"
+        " WHERE crawler_id = ? AND bucket = ? AND item_id = ?",
+        "set_bucket_total": f"UPDATE {ks}.bucket_totals SET stored = ?"
+        " WHERE crawler_id = ? AND bucket = ? AND writer = ?",
+        "insert_conversation": f"INSERT INTO {ks}.items_by_conversation (conversation_id,"
+        f" sort_at, crawler_id, fetched_at, item_id, {ITEM})"
+        f" VALUES (?, ?, ?, ?, ?, {_ITEM_MARKS}) USING TTL ?",
+        "set_id_conversation": f"UPDATE {ks}.items_by_id SET conversation_id = ?"
+        " WHERE crawler_id = ? AND bucket = ? AND item_id = ?",
+        "delete_thread_row": f"DELETE FROM {ks}.items_by_conversation"
+        " WHERE conversation_id = ? AND sort_at = ? AND crawler_id = ? AND item_id = ?",
+        "stored_ids": f"SELECT item_id, conversation_id, fetched_at, writer, pending"
+        f" FROM {ks}.items_by_id WHERE crawler_id = ? AND bucket = ? AND item_id IN ?",
+        "thread_rows": f"SELECT conversation_id, sort_at, crawler_id, item_id, fetched_at,"
+        f" {ITEM}, TTL(source) AS remaining FROM {ks}.items_by_conversation"
+        " WHERE conversation_id IN ?",
+        "totals": f"SELECT stored FROM {ks}.crawler_totals WHERE crawler_id = ?",
+        "bucket_totals": f"SELECT stored FROM {ks}.bucket_totals"
+        " WHERE crawler_id = ? AND bucket IN ?",
+        "days": f"SELECT day FROM {ks}.crawler_days WHERE crawler_id = ?",
+        "day_items": f"SELECT crawler_id, item_id, fetched_at, conversation_id, {ITEM}"
+        f" FROM {ks}.items_by_crawler WHERE crawler_id = ? AND day = ? LIMIT ?",
+        "conversation": f"SELECT crawler_id, item_id, fetched_at, {ITEM}"
+        f" FROM {ks}.items_by_conversation WHERE conversation_id = ?",
+    }

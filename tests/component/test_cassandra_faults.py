@@ -1,0 +1,167 @@
+"""The Cassandra store stays exact when replies are lost and writers die: a real Cassandra
+behind the CQL fault proxy, which lets a statement run and loses its answer.
+
+A writer that "dies" is a store closed after its failed write, never retried; "another
+writer" is a second store instance, as a second node is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from blackwidow.store import CassandraStore, StoreUnavailable, open_store
+from sources.model import Item
+from tests.servers.cql_proxy import CqlProxy
+from tests.support import wait_until
+
+pytestmark = pytest.mark.services("cassandra_service")
+
+T0 = datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=UTC)
+COUNT = 40  # items per write: more than one id bucket
+ITEM_ROWS = "items_by_crawler ("  # the items' own rows
+ID_ROWS = "items_by_id (crawler_id"  # the id rows written before them (pending)
+CONFIRM = "items_by_id SET pending"  # the commit mark: ids confirmed, with the writer's total
+TOTAL = "_totals SET stored"  # the writer's total
+
+
+@pytest.fixture
+def proxy(cassandra_service: Any) -> Iterator[CqlProxy]:
+    with CqlProxy(cassandra_service.port, cassandra_service.host) as running:
+        yield running
+
+
+def through(proxy: CqlProxy, cassandra_service: Any, url: str) -> CassandraStore:
+    """A store that reaches Cassandra through the proxy."""
+    store = open_store(url.replace(cassandra_service.contact_points, proxy.contact_points))
+    assert isinstance(store, CassandraStore)
+    return store
+
+
+@pytest.fixture
+def writer(proxy: CqlProxy, cassandra_service: Any, cassandra_store_url: str) -> Iterator[Any]:
+    store = through(proxy, cassandra_service, cassandra_store_url)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def other(cassandra_store_url: str) -> Iterator[Any]:
+    """Another writer, straight to Cassandra: a second node."""
+    store = open_store(cassandra_store_url)
+    yield store
+    store.close()
+
+
+def batch(crawler_id: int, seconds: float = 0) -> list[Item]:
+    at = T0 + timedelta(seconds=seconds)
+    return [
+        Item(f"item-{n}", "rss", None, None, None, None, None, at, crawler_id=crawler_id)
+        for n in range(COUNT)
+    ]
+
+
+def ids(items: list[Item]) -> list[str]:
+    return sorted(item.id for item in items)
+
+
+def retried(store: Any, items: list[Item]) -> list[Item]:
+    """Add until the store answers, as a node retries a failed write (the driver reconnects)."""
+
+    def attempt() -> tuple[list[Item]] | None:
+        try:
+            return (store.add(items),)
+        except StoreUnavailable:
+            return None
+
+    return wait_until(attempt, timeout=30, what="the store to answer")[0]
+
+
+def fails(store: Any, items: list[Item], proxy: CqlProxy) -> None:
+    with pytest.raises(StoreUnavailable):
+        store.add(items)
+    assert proxy.rules_left() == 0 and proxy.lost == 1
+
+
+def listed(store: Any, crawler_id: int) -> list[tuple[str, datetime]]:
+    return sorted((item.id, item.fetched_at) for item in store.items(crawler_id, 10 * COUNT))
+
+
+@pytest.mark.parametrize("lost", [ITEM_ROWS, ID_ROWS, CONFIRM, TOTAL])
+def test_a_retry_after_a_lost_reply_reports_the_items_new_exactly_once(
+    writer: Any, proxy: CqlProxy, crawler_ids: tuple[int, ...], lost: str
+) -> None:
+    one = crawler_ids[0]
+    items = batch(one)
+    proxy.lose_reply(lost)
+    fails(writer, items, proxy)
+
+    assert ids(retried(writer, items)) == ids(items)
+    assert writer.count(one) == COUNT
+    assert listed(writer, one) == [(item_id, T0) for item_id in ids(items)]
+    assert writer.add(items) == []  # answered now: a re-delivery is not new
+    assert writer.count(one) == COUNT
+
+
+def test_items_whose_confirm_went_unanswered_are_new_to_one_writer_only(
+    writer: Any, other: Any, proxy: CqlProxy, crawler_ids: tuple[int, ...]
+) -> None:
+    """The confirms that landed are the first writer's, and its retry reports those items new;
+    any bucket whose confirm never ran is pending, and the other writer finishes it. Either
+    way each item is reported new once, counted once, and listed once at its first fetch."""
+    one = crawler_ids[0]
+    proxy.lose_reply(CONFIRM)
+    fails(writer, batch(one), proxy)
+
+    theirs = other.add(batch(one, seconds=60))
+    ours = retried(writer, batch(one))
+    assert ids(theirs + ours) == ids(batch(one))
+    assert writer.count(one) == COUNT
+    assert listed(writer, one) == [(item_id, T0) for item_id in ids(batch(one))]
+
+
+def test_a_writer_whose_items_another_finished_counts_none_of_them_on_retry(
+    writer: Any, other: Any, proxy: CqlProxy, crawler_ids: tuple[int, ...]
+) -> None:
+    one = crawler_ids[0]
+    proxy.lose_reply(ITEM_ROWS)
+    fails(writer, batch(one), proxy)
+
+    assert ids(other.add(batch(one, seconds=60))) == ids(batch(one))
+    assert retried(writer, batch(one)) == []
+    assert writer.count(one) == COUNT
+    assert listed(writer, one) == [(item_id, T0) for item_id in ids(batch(one))]
+
+
+def test_a_writer_dying_after_its_ids_leaves_them_counted(
+    writer: Any, other: Any, proxy: CqlProxy, crawler_ids: tuple[int, ...]
+) -> None:
+    """Its total is written with the ids it counts, so the ids that landed are counted; the
+    other writer counts only the ones left pending."""
+    one = crawler_ids[0]
+    proxy.lose_reply(CONFIRM)
+    fails(writer, batch(one), proxy)
+    writer.close()
+
+    theirs = other.add(batch(one, seconds=60))
+    assert len(theirs) < COUNT  # the confirm whose answer was lost did run
+    assert other.count(one) == COUNT
+    assert listed(other, one) == [(item_id, T0) for item_id in ids(batch(one))]
+
+
+def test_a_redelivery_after_a_writer_died_before_its_ids_is_listed_once(
+    writer: Any, other: Any, proxy: CqlProxy, crawler_ids: tuple[int, ...]
+) -> None:
+    """The item keeps its first fetch time, so its rows are written again, not added."""
+    one = crawler_ids[0]
+    proxy.lose_reply(ITEM_ROWS)
+    fails(writer, batch(one), proxy)
+    writer.close()
+
+    again = other.add(batch(one, seconds=60))
+    assert [(item.id, item.fetched_at) for item in again] == [(i.id, T0) for i in batch(one)]
+    assert other.count(one) == COUNT
+    assert listed(other, one) == [(item_id, T0) for item_id in ids(batch(one))]
