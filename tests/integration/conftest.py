@@ -49,10 +49,13 @@ class Cluster:
         self.nodes: list[processes.Running] = []
         self.hub: processes.Running | None = None
         self.other_hubs: list[processes.Running] = []
+        self._started: list[processes.Running] = []  # all of them, whatever tests reassign
         self.feeds = self._start("feeds", "blackwidow.demo.feed_server", "--port", "0")
 
     def _start(self, name: str, *args: str) -> processes.Running:
-        return processes.start(name, args, self.env, self.workdir)
+        started = processes.start(name, args, self.env, self.workdir)
+        self._started.append(started)
+        return started
 
     @property
     def hub_url(self) -> str:
@@ -138,9 +141,9 @@ class Cluster:
         return requests.get(f"{node.url}/healthz", timeout=5).json()
 
     def stop(self) -> None:
-        for process in [*self.nodes, self.hub, *self.other_hubs, self.feeds]:
-            if process is not None:
-                process.stop()
+        """Stop every process this cluster started, the latest first (nodes before hubs)."""
+        for process in reversed(self._started):
+            process.stop()
 
 
 @pytest.fixture
