@@ -53,9 +53,12 @@ class Cluster:
         self.feeds = self._start("feeds", "blackwidow.demo.feed_server", "--port", "0")
 
     def _start(self, name: str, *args: str) -> processes.Running:
-        started = processes.start(name, args, self.env, self.workdir)
-        self._started.append(started)
-        return started
+        return self.adopt(processes.start(name, args, self.env, self.workdir))
+
+    def adopt(self, process: processes.Running) -> processes.Running:
+        """A process started elsewhere that stop() must stop too."""
+        self._started.append(process)
+        return process
 
     @property
     def hub_url(self) -> str:

@@ -43,7 +43,7 @@ def test_gunicorn_workers_run_exactly_one_monitor(tmp_path):
             stdout=log,
         )
     hub_url = f"http://127.0.0.1:{port}"
-    c.hub = type(c.feeds)("hub", hub, hub_url, log_path)  # stopped by c.stop(), whatever happens
+    c.hub = c.adopt(type(c.feeds)("hub", hub, hub_url, log_path))  # c.stop() stops it
     try:
 
         def answers() -> bool:
