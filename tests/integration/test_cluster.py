@@ -123,9 +123,8 @@ def test_user_limit_is_never_overshot_across_nodes(cluster, shards):
     def total() -> int:
         return sum(len(c.items(token, x["id"])) for x in crawlers)
 
-    wait_until(  # each shard handed over between hubs holds its budgeted leases a while
+    wait_until(
         lambda: all(c.get(token, x["id"])["state"] == "limit_reached" for x in crawlers),
-        timeout=90,
         what="the user's budget to be used up",
     )
     assert total() == 25
