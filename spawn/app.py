@@ -14,12 +14,10 @@ from blackwidow.node_protocol import (
     ASSIGNED_HEADER,
     EPOCH_HEADER,
     GENERATION_HEADER,
-    RENEWAL_HEADER,
     SHARD_HEADER,
     SINCE_HEADER,
     Cursor,
     ProtocolError,
-    Renewal,
     Shard,
 )
 from blackwidow.tokens import require_cluster
@@ -214,8 +212,7 @@ def create_node_app(
         shard = header_value(Shard.parse, SHARD_HEADER)
         since = header_value(Cursor.parse, SINCE_HEADER)
         assigned = assigned_ids(request.headers.get(ASSIGNED_HEADER))
-        renewal = header_value(Renewal.parse, RENEWAL_HEADER)
-        return jsonify(node.answer_poll(shard, since, assigned, renewal))
+        return jsonify(node.answer_poll(shard, since, assigned))
 
     @app.get("/healthz")
     def healthz() -> ResponseReturnValue:
