@@ -15,6 +15,7 @@ GENERATION_HEADER = "X-Blackwidow-Generation"  # on every call: the node's regis
 SINCE_HEADER = "X-Blackwidow-Since"  # on a poll: the cursor of the last answer the hub applied
 SHARD_HEADER = "X-Blackwidow-Shard"  # on every call: "s/k", the monitor shard calling
 EPOCH_HEADER = "X-Blackwidow-Epoch"  # on every call: the calling leader's lock epoch
+RENEWAL_HEADER = "X-Blackwidow-Renewal"  # on a poll: renews the node's leases (see Renewal)
 
 
 class ProtocolError(ValueError):
@@ -77,3 +78,33 @@ class Cursor:
         if not stream or not seq.isdigit():
             raise ProtocolError("expected a cursor as STREAM:SEQ")
         return cls(stream, int(seq))
+
+
+@dataclass(frozen=True)
+class Renewal:
+    """What renews a node's quota leases: the token of the node's last poll answer the hub
+    received, echoed back, and for how long from that answer the leases stay in force.
+
+    The node's answer came before the hub received it, so a node that counts `lease_after`
+    from the answer named here stops storing no later than the hub, counting from receipt,
+    expects; neither needs the other's clock.
+    """
+
+    token: str
+    lease_after: float
+
+    def __str__(self) -> str:
+        return f"{self.lease_after!r} {self.token}"
+
+    @classmethod
+    def parse(cls, text: str | None) -> Renewal | None:
+        if not text:
+            return None
+        seconds, _, token = text.strip().partition(" ")
+        try:
+            lease_after = float(seconds)
+        except ValueError:
+            raise ProtocolError("expected a renewal as SECONDS TOKEN") from None
+        if not token or not 0 < lease_after < 86_400:
+            raise ProtocolError("expected a renewal as SECONDS TOKEN, 0 < SECONDS < 86400")
+        return cls(token, lease_after)

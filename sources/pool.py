@@ -16,6 +16,7 @@ from typing import Any
 from sources.changes import ChangeCounter
 from sources.keys import source_key
 from sources.model import DataSource, ReportsFeeds, SubscriberSpec
+from sources.renewals import Renewals
 from sources.shared_source import PoolSink, SharedSource, described
 from sources.subscriber import BUFFER_ITEMS, ItemSink, Subscriber
 
@@ -39,14 +40,22 @@ class Changes:
 
 
 class DataSourcePool:
-    def __init__(self, open_source: OpenSource, sink: ItemSink, buffer: int = BUFFER_ITEMS) -> None:
+    def __init__(
+        self,
+        open_source: OpenSource,
+        sink: ItemSink,
+        buffer: int = BUFFER_ITEMS,
+        renewals: Renewals | None = None,
+    ) -> None:
         self._open_source = open_source
+        # when leases are in force; None: always (a pool no hub polls, as in a bench)
+        self.renewals = renewals
         self._sink = sink
         self._buffer = buffer
         self._lock = threading.RLock()
         self._sources: dict[str, SharedSource] = {}
         self._subscribers: dict[int, tuple[str, Subscriber]] = {}
-        self._failing: set[Subscriber] = set()  # those whose store write waits for a retry
+        self._failing: set[Subscriber] = set()  # those whose held items wait for a retry
         self._failing_lock = threading.Lock()  # taken inside a subscriber's, never around one
         self.changes_of = ChangeCounter()
         self.started = 0  # subscribers created so far; an update in place does not count
@@ -75,6 +84,7 @@ class DataSourcePool:
                     changes=self.changes_of,
                     on_failing=self._retry_later,
                     buffer=self._buffer,
+                    lease_in_force=self._lease_in_force(key),
                 )
                 self.started += 1
                 shared, started = self._attach(key, spec, subscriber, to_stop)
@@ -86,6 +96,10 @@ class DataSourcePool:
         if not started:
             subscriber.offer(shared.source.snapshot())
         return subscriber.status()
+
+    def _lease_in_force(self, key: str) -> Callable[[], bool]:
+        renewals = self.renewals
+        return (lambda: True) if renewals is None else (lambda: renewals.in_force(key))
 
     def _attach(
         self, key: str, spec: SubscriberSpec, subscriber: Subscriber, to_stop: list[DataSource]
@@ -192,6 +206,8 @@ class DataSourcePool:
             with self._failing_lock:
                 self._failing.clear()
             self.changes_of = ChangeCounter()  # a new stream: every poller gets everything
+        if self.renewals is not None:
+            self.renewals.clear()
         self._stop_all(to_stop)
 
     def _retry_later(self, subscriber: Subscriber) -> None:
@@ -199,14 +215,15 @@ class DataSourcePool:
             self._failing.add(subscriber)
 
     def retry_writes(self) -> None:
-        """Give every subscriber whose store write failed its due retry. The node calls this
-        five times a second; it costs the failing subscribers, not all of them."""
+        """Give every subscriber whose store write failed, or whose lease waits for a renewal,
+        its due retry. The node calls this five times a second; it costs the waiting
+        subscribers, not all of them."""
         with self._failing_lock:
             subscribers = list(self._failing)
         for subscriber in subscribers:
             subscriber.retry()
             with self._failing_lock:
-                if not subscriber.failing:  # it marks itself failing before it asks back in
+                if not subscriber.waiting:  # it marks itself waiting before it asks back in
                     self._failing.discard(subscriber)
 
     def detail(self, crawler_id: int) -> dict[str, Any] | None:

@@ -1,7 +1,9 @@
 """A subscriber: one crawler running on a node, taking items from its shared data source.
 
 It filters by its own keywords and stores at most up to its ceiling — the lower of the
-crawler's item limit and the user-budget lease — so limits hold exactly, item by item.
+crawler's item limit and the user-budget lease — so limits hold exactly, item by item. A
+lease counts only while the hub's polls renew it (sources.renewals): a node cut off from the
+hub holds its items instead of storing under a budget the hub may have handed elsewhere.
 
 When the store (or the queue behind it) does not answer, it keeps what it was given in a
 bounded buffer and retries with backoff; once the buffer is full, `offer` blocks, so the data
@@ -51,13 +53,15 @@ class Subscriber:
         on_failing: Callable[[Subscriber], None],
         buffer: int = BUFFER_ITEMS,
         clock: Callable[[], float] = time.monotonic,
+        lease_in_force: Callable[[], bool] = lambda: True,
     ) -> None:
         self._cond = threading.Condition()
         self._sink = sink
         self._buffer = buffer
         self._clock = clock
         self._changes = changes
-        self._on_failing = on_failing  # told when a write fails, so retries need no scan
+        self._on_failing = on_failing  # told when a write must wait, so retries need no scan
+        self._lease_in_force = lease_in_force
         self.stamp = 0
         self._held: deque[Item] = deque()
         self._closed = False
@@ -132,10 +136,17 @@ class Subscriber:
         """Whether a store write failed and waits for its retry (read without the lock)."""
         return self._failing
 
+    @property
+    def waiting(self) -> bool:
+        """Whether held items wait for a retry: a failed write, or a lease the hub has not
+        renewed in time (read without the lock)."""
+        return self._failing or (bool(self._held) and self._lease_lapsed())
+
     def retry(self) -> None:
-        """Retry a failed write once its backoff has passed (the node calls this on a timer)."""
+        """Retry a failed write once its backoff has passed, or held items once the lease is
+        renewed (the node calls this on a timer)."""
         with self._cond:
-            if self._failing:
+            if self._failing or self._held:
                 self._retry_due()
 
     def close(self) -> None:
@@ -157,10 +168,15 @@ class Subscriber:
                 return False
         return True
 
+    def _lease_lapsed(self) -> bool:
+        return self.spec.lease is not None and not self._lease_in_force()
+
     def _room(self) -> int | None:
         ceiling = self.spec.ceiling
         if ceiling is None or self.items_collected is None:
             return None
+        if self._lease_lapsed():  # checked before every write: the hub may re-grant it soon
+            return 0
         return max(0, ceiling - self.items_collected)
 
     def _store_held(self) -> None:
@@ -187,6 +203,8 @@ class Subscriber:
                 self._held.popleft()
         if self.state == "limit_reached":
             self._held.clear()
+        elif self._held and self._lease_lapsed():
+            self._on_failing(self)  # stored once a poll renews the lease, without new items
         self._changed()
         self._cond.notify_all()
 

@@ -14,10 +14,12 @@ from blackwidow.node_protocol import (
     ASSIGNED_HEADER,
     EPOCH_HEADER,
     GENERATION_HEADER,
+    RENEWAL_HEADER,
     SHARD_HEADER,
     SINCE_HEADER,
     Cursor,
     ProtocolError,
+    Renewal,
     Shard,
 )
 from blackwidow.tokens import require_cluster
@@ -212,7 +214,8 @@ def create_node_app(
         shard = header_value(Shard.parse, SHARD_HEADER)
         since = header_value(Cursor.parse, SINCE_HEADER)
         assigned = assigned_ids(request.headers.get(ASSIGNED_HEADER))
-        return jsonify(node.answer_poll(shard, since, assigned))
+        renewal = header_value(Renewal.parse, RENEWAL_HEADER)
+        return jsonify(node.answer_poll(shard, since, assigned, renewal))
 
     @app.get("/healthz")
     def healthz() -> ResponseReturnValue:

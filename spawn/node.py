@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from blackwidow.node_protocol import Cursor, Shard
+from blackwidow.node_protocol import Cursor, Renewal, Shard
 from sources.pool import DataSourcePool
 
 log = logging.getLogger(__name__)
@@ -45,18 +45,26 @@ class Node:
         log.info("node registered node=%s generation=%s", node_id, generation)
 
     def answer_poll(
-        self, shard: Shard, since: Cursor | None, assigned: Iterable[int] | None = None
+        self,
+        shard: Shard,
+        since: Cursor | None,
+        assigned: Iterable[int] | None = None,
+        renewal: Renewal | None = None,
     ) -> dict[str, Any]:
         """A poll from one monitor shard: what changed in its subscribers and data sources
         since `since`. The poll confirms every subscriber of the shard (the hub wants what it
         does not remove, and a shard whose leader stops polling leaves orphans behind), or
-        only those `assigned` when the hub names them."""
+        only those `assigned` when the hub names them; its `renewal` renews their leases."""
         keys = None if shard.count == 1 else shard.owns
         since = since or Cursor("", 0)  # no stream has an empty name: everything
         changes = self.pool.changes(since.stream, since.seq, keys)
         self._polled(shard, assigned)
+        renewals = self.pool.renewals
+        if renewal is not None and renewals is not None:
+            renewals.renew(shard, renewal.token, renewal.lease_after)
         subscribers, data_sources = self.pool.counts(keys)
         return {
+            "renewal": renewals.token() if renewals is not None else None,
             "cursor": str(Cursor(changes.stream, changes.number)),
             "full": changes.full,
             "subscribers": changes.subscribers,

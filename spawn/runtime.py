@@ -17,6 +17,7 @@ from sources.credentials import CredentialBook
 from sources.fetcher import GuardedFetcher
 from sources.pool import DataSourcePool
 from sources.registry import SourceContext, opener
+from sources.renewals import Renewals
 from sources.scheduler import FetchScheduler
 from spawn import registration, watchdog
 from spawn.app import create_node_app
@@ -56,7 +57,9 @@ def run_node(
         rate_limit_wait=settings.rate_limit_wait,
         scheduler=scheduler,
     )
-    pool = DataSourcePool(opener(context), sink, buffer=settings.node_buffer)
+    pool = DataSourcePool(
+        opener(context), sink, buffer=settings.node_buffer, renewals=Renewals(time.monotonic)
+    )
 
     def health() -> dict[str, Any]:
         return {**sink.health(), "scheduler": scheduler.stats()}

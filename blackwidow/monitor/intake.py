@@ -68,7 +68,7 @@ class Intake:
         with memory.lock:
             for crawler_id, crawler in crawlers.items():
                 if (old := memory.crawlers.get(crawler_id)) is not None:
-                    crawler.rate = old.rate
+                    crawler.rate, crawler.lost_until = old.rate, old.lost_until
             memory.crawlers, memory.limits, memory.loaded = crawlers, limits, True
             view = memory.view
             memory.dirty |= set(crawlers) | set(self.recorded)
@@ -90,7 +90,7 @@ class Intake:
         if fresh is None:
             return
         if old is not None:
-            fresh.rate = old.rate
+            fresh.rate, fresh.lost_until = old.rate, old.lost_until
             fresh.items_collected = max(fresh.items_collected, old.items_collected)
         crawlers[crawler_id] = fresh
         self.by_user.setdefault(fresh.user_id, set()).add(crawler_id)

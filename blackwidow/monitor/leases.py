@@ -1,7 +1,8 @@
 """Quota leases over the monitor's memory: the ledger side of blackwidow.monitor.quota's plans.
 
 Grants enter the ledger (and SQL) before they are pushed, and shrinks only once a node has
-confirmed them, so the ledger never says less than a node may store.
+confirmed them, so the ledger never says less than a node may store. A lost node may store
+until its leases lapse (quota.lost_lease_until): its crawlers run nowhere else before.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from blackwidow.monitor.quota import LeaseView, exhausted, plan_leases
+from blackwidow.monitor.memory import ShardMemory
+from blackwidow.monitor.quota import LeaseView, exhausted, lost_lease_until, plan_leases
 from blackwidow.monitor.tracked import Tracked
 
 MIN_GRANT = 10
@@ -53,3 +55,36 @@ def confirm(crawler: Tracked, status: dict[str, Any]) -> None:
 def release(crawler: Tracked) -> None:
     """A crawler that runs nowhere holds no budget beyond what it stored."""
     crawler.lease = crawler.items_collected
+
+
+def held_by_lost_node(crawler: Tracked, budgets: Mapping[int, int], now: float) -> bool:
+    """A lost node may still store under this crawler's lease, so it runs nowhere else yet
+    (a budgeted user's crawlers are looked at every pass: it is placed once that ends)."""
+    until = crawler.lost_until
+    return until is not None and now < until and crawler.user_id in budgets
+
+
+def hold_unseen(memory: ShardMemory, now: float) -> None:
+    """A new leader cannot know on which nodes its predecessor renewed leases: a budgeted
+    crawler that no node reported at the first poll waits out a lost node's leases (memory's
+    lock held)."""
+    if not memory.lease_after:
+        return
+    until = lost_lease_until(now, memory.lease_after)
+    for crawler in memory.crawlers.values():
+        if crawler.user_id in memory.limits and not memory.view.places(crawler.id):
+            crawler.lost_until = until
+
+
+def lose_node(memory: ShardMemory, node_id: int, leading_since: float) -> set[int]:
+    """Forget a node (memory's lock held); the crawlers it ran. Those of users with a budget
+    keep their leases, and run nowhere else, until the node cannot store under them: counted
+    from its last answer, or from when this leader began if it never answered this one."""
+    last = memory.view.answered_at(node_id)
+    dropped = memory.view.forget(node_id)
+    until = lost_lease_until(leading_since if last is None else last, memory.lease_after)
+    for crawler_id in dropped:
+        crawler = memory.crawlers.get(crawler_id)
+        if crawler is not None and crawler.user_id in memory.limits:
+            crawler.lost_until = max(crawler.lost_until or until, until)
+    return dropped

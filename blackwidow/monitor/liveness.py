@@ -16,7 +16,7 @@ from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow.models import LIVE_NODE_STATES, Assignment, Node, utcnow
-from blackwidow.monitor import deliveries, pruning
+from blackwidow.monitor import deliveries, leases, pruning
 from blackwidow.monitor.detector import FailureDetector, Verdict
 from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient, NodeTarget
@@ -61,12 +61,13 @@ class Liveness:
         self._samples: dict[int, tuple[int, float]] = {}  # crawler -> (count, at)
         self._dead_node_retention = dead_node_retention
         self._pruned_at: float | None = None
+        self._started_at = clock()  # a node silent since before it may have answered then
 
     def poll_once(self) -> None:
         with self._sessions.begin() as session:
             targets, probes = self._targets(session)
         reports = poll_all(
-            self._client, [*targets.values(), *probes], self._memory.cursor_of, self._clock
+            self._client, [*targets.values(), *probes], self._memory.since_of, self._clock
         )
         for probe in probes:  # a dead node's answer is not a heartbeat: it only fences it
             reports.pop(probe.id, None)
@@ -221,6 +222,7 @@ class Liveness:
             count = int(status["items_collected"])
             self._sample(crawler, count, now)
             crawler.items_collected = count
+            crawler.lost_until = None  # counted from the store after any lost node stopped
         after = (crawler.last_error, crawler.items_delivered, crawler.items_collected)
         if before == after:
             return {}
@@ -266,11 +268,12 @@ class Liveness:
         with memory.lock:
             memory.targets = targets
             for node_id in gone:
-                memory.dirty |= memory.view.forget(node_id)
+                memory.dirty |= leases.lose_node(memory, node_id, self._started_at)
             for node_id, report in reports.items():
                 memory.dirty |= memory.view.apply(node_id, report)
             for node_id in set(memory.view.nodes()) - set(reports):
-                memory.dirty |= memory.view.forget(node_id)  # no longer polled: dead, or gone
+                # no longer polled: dead, or gone
+                memory.dirty |= leases.lose_node(memory, node_id, self._started_at)
             if live != memory.live:
                 joined, left = (
                     sorted(set(live) - set(memory.live)),

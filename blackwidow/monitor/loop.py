@@ -55,6 +55,11 @@ def lock_ttl(settings: Settings) -> float:
     return 3 * settings.poll_interval + 1
 
 
+def lease_after(settings: Settings) -> float:
+    """A node's leases lapse after as many missed polls as a leader's lock."""
+    return lock_ttl(settings)
+
+
 class Leadership:
     """One shard this process leads: its memory, its poll and reconcile halves, and the
     reconcile thread. Valid while the lock was renewed within its time to live."""
@@ -74,7 +79,7 @@ class Leadership:
         self._stopping = threading.Event()
         self._interval = settings.poll_interval
         self._record = record
-        self.memory = ShardMemory()
+        self.memory = ShardMemory(lease_after(settings))
         client = NodeClient(
             settings.cluster_secret,
             timeout=max(1.0, settings.poll_interval),

@@ -10,12 +10,15 @@ import threading
 from blackwidow.monitor.node_client import NodeTarget
 from blackwidow.monitor.tracked import Tracked
 from blackwidow.monitor.view import ClusterView
-from blackwidow.node_protocol import Cursor
+from blackwidow.node_protocol import Cursor, Renewal
 
 
 class ShardMemory:
-    def __init__(self) -> None:
+    def __init__(self, lease_after: float = 0.0) -> None:
         self.lock = threading.Lock()
+        # a node's leases lapse this long after the answer a poll renews them from (0: polls
+        # renew nothing, for a memory that never polls)
+        self.lease_after = lease_after
         self.crawlers: dict[int, Tracked] = {}
         self.view = ClusterView()
         self.live: tuple[int, ...] = ()  # live node ids, ascending
@@ -26,6 +29,10 @@ class ShardMemory:
         self.targets: dict[int, NodeTarget] = {}  # the nodes as the latest poll addressed them
         self.poll_seconds = 0.0  # how long the latest poll took
 
-    def cursor_of(self, node_id: int) -> Cursor | None:
+    def since_of(self, node_id: int) -> tuple[Cursor | None, Renewal | None]:
+        """What the next poll of a node carries: the cursor of its last answer applied, and
+        that answer's renewal token, which keeps its leases in force from then."""
         with self.lock:
-            return self.view.cursor(node_id)
+            token = self.view.renewal(node_id)
+            renewal = Renewal(token, self.lease_after) if token and self.lease_after else None
+            return self.view.cursor(node_id), renewal

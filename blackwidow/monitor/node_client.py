@@ -22,9 +22,11 @@ from blackwidow.node_protocol import (
     ALL,
     EPOCH_HEADER,
     GENERATION_HEADER,
+    RENEWAL_HEADER,
     SHARD_HEADER,
     SINCE_HEADER,
     Cursor,
+    Renewal,
     Shard,
 )
 from sources.fetcher import FetchError, peer_checked_pools
@@ -126,13 +128,18 @@ class NodeClient:
         except ValueError as error:
             raise NodeUnreachable("answer is not JSON") from error
 
-    def poll(self, node: NodeTarget, since: Cursor | None) -> dict[str, Any]:
+    def poll(
+        self, node: NodeTarget, since: Cursor | None, renewal: Renewal | None = None
+    ) -> dict[str, Any]:
         """One GET for what changed in a node's subscribers since the cursor (all, without one).
 
         The node takes the cursor as the hub's word that it still wants every subscriber it
-        had reported by then (the ones it does not want, it removes).
+        had reported by then (the ones it does not want, it removes), and the renewal as
+        the hub's word that it received that answer (its leases stay in force from then).
         """
         headers = {SINCE_HEADER: str(since)} if since is not None else {}
+        if renewal is not None:
+            headers[RENEWAL_HEADER] = str(renewal)
         return self._call("GET", node, "/subscribers", headers=headers)
 
     def subscriber(self, node: NodeTarget, crawler_id: int) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ from blackwidow.monitor.node_client import (
     NodeTarget,
     NodeUnreachable,
 )
-from blackwidow.node_protocol import Cursor, ProtocolError
+from blackwidow.node_protocol import Cursor, ProtocolError, Renewal
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,7 @@ class NodeReport:
     subscriber_total: int = 0
     data_source_total: int = 0
     answered_at: float = 0.0  # when the answer came: the heartbeat, whatever other nodes do
+    renewal: str | None = None  # the node's token, echoed by the next poll to renew its leases
 
     def digests(self) -> dict[int, str]:
         return {int(s["crawler_id"]): str(s["digest"]) for s in self.subscribers}
@@ -48,6 +49,7 @@ class NodeReport:
         totals = answer.get("totals") or {}
         subscribers = list(answer["subscribers"])
         data_sources = list(answer["data_sources"])
+        renewal = answer.get("renewal")
         return cls(
             cursor=Cursor.parse(str(answer["cursor"])) or Cursor("", 0),
             full=bool(answer.get("full", True)),
@@ -57,14 +59,28 @@ class NodeReport:
             subscriber_total=int(totals.get("subscribers", len(subscribers))),
             data_source_total=int(totals.get("data_sources", len(data_sources))),
             answered_at=answered_at,
+            renewal=renewal if _is_token(renewal) else None,
         )
 
 
+def _is_token(value: Any) -> bool:
+    """A renewal token fit to echo in a header: short, printable, one word."""
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= 80
+        and value.isprintable()
+        and (" " not in value)
+    )
+
+
+Since = tuple[Cursor | None, Renewal | None]  # what a poll carries from the node's last answer
+
+
 def _poll(
-    client: NodeClient, node: NodeTarget, since: Cursor | None, clock: Callable[[], float]
+    client: NodeClient, node: NodeTarget, since: Since, clock: Callable[[], float]
 ) -> NodeReport | None:
     try:
-        return NodeReport.from_answer(client.poll(node, since), clock())
+        return NodeReport.from_answer(client.poll(node, *since), clock())
     except (NodeUnreachable, NodeRejected, KeyError, TypeError, ValueError, ProtocolError) as error:
         log.info("poll failed node=%s url=%s error=%s", node.id, node.url, error)
         return None
@@ -73,11 +89,11 @@ def _poll(
 def poll_all(
     client: NodeClient,
     nodes: Sequence[NodeTarget],
-    cursor_of: Callable[[int], Cursor | None],
+    since_of: Callable[[int], Since],
     clock: Callable[[], float],
 ) -> dict[int, NodeReport | None]:
     """node id -> its report, or None when it gave no usable answer."""
-    return in_parallel(nodes, lambda node: _poll(client, node, cursor_of(node.id), clock))
+    return in_parallel(nodes, lambda node: _poll(client, node, since_of(node.id), clock))
 
 
 def in_parallel(nodes: Sequence[NodeTarget], call: Callable[[NodeTarget], Any]) -> dict[int, Any]:

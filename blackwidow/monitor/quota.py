@@ -6,6 +6,9 @@ hub's ledger keeps, for each user, sum(max(lease, count)) <= user_limit. Leases
 grow by grants from the free budget and shrink only once the node confirms (it
 answers max(new lease, its count)). This module plans; the monitor pushes the
 new leases and records the confirmations.
+
+A node the hub loses (declared dead, cut off) may still store under its leases until
+they lapse on its own clock; `lost_lease_until` says how long the hub keeps them.
 """
 
 import math
@@ -23,6 +26,18 @@ class LeaseView:
     rate: float  # recent items/second (>= 0)
     item_limit: int | None  # the crawler's own limit
     running: bool  # assigned and enabled; a crawler not running can only be shrunk to its count
+
+
+def lost_lease_until(last_answer_at: float, lease_after: float) -> float:
+    """Until when (the hub's clock) a node the hub lost may still store under its leases.
+
+    The node stops starting writes `lease_after` after the last answer whose renewal a poll
+    brought it (sources.renewals), and that answer left it before the hub received its
+    latest one, at `last_answer_at`. A second `lease_after` covers a write started just
+    before the lapse and the two clocks' rates; a write still in flight after that (a store
+    timing out slower, a paused process) is the one thing this cannot fence.
+    """
+    return last_answer_at + 2 * lease_after
 
 
 def exhausted(user_limit: int, counts: Iterable[int]) -> bool:

@@ -11,6 +11,7 @@ states); SQL is read and written in bulk, and never while the memory's lock is h
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,8 +51,10 @@ class Reconciler:
         lease_horizon: float,
         shard: Shard,
         leading: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._sessions = sessions
+        self._clock = clock
         self._client = client
         self._memory = memory
         self._router = router
@@ -62,6 +65,7 @@ class Reconciler:
         self._intake = Intake(memory, shard)
         self._targets: dict[int, NodeTarget] = {}
         self._budget: dict[int, int] = {}  # this pass: user id -> the budget this shard holds
+        self._first_take = True
 
     def reconcile_once(self, targets: dict[int, NodeTarget]) -> None:
         """One pass: plan, push the plan, record what the nodes acknowledged."""
@@ -82,6 +86,11 @@ class Reconciler:
             taken, everything = self._intake.take(session)
         if everything:
             self._placement.clear()  # every crawler is routed afresh
+            if self._first_take:
+                memory = self._memory
+                with memory.lock:
+                    leases.hold_unseen(memory, self._clock())
+                self._first_take = False
         else:
             for crawler_id in self._intake.replaced:  # its key may have changed: route again
                 self._placement.pop(crawler_id, None)
@@ -136,10 +145,13 @@ class Reconciler:
                 self._placement.clear()
         exhausted = leases.exhausted_users(self._budget, self._owned_of(dirty))
         unplaced = []
+        now = self._clock()
         for crawler_id in dirty:
             crawler = crawlers.get(crawler_id)
-            wanted = crawler is not None and runnable(
-                facts(crawler, crawler.user_id in exhausted, False)
+            wanted = (
+                crawler is not None
+                and runnable(facts(crawler, crawler.user_id in exhausted, False))
+                and not leases.held_by_lost_node(crawler, self._budget, now)
             )
             if not wanted or not live:
                 self._placement.pop(crawler_id, None)
@@ -276,7 +288,7 @@ class Reconciler:
         running = node_id is not None and places.get(node_id) == crawler.digest
         if crawler.id in outcome.acked:
             leases.confirm(crawler, outcome.acked[crawler.id][1])
-        elif not places:
+        elif not places and crawler.lost_until is None:  # a lost node's count is unsure
             leases.release(crawler)
         if crawler.id in outcome.rejected:
             crawler.state, crawler.last_error = "failed", outcome.rejected[crawler.id]

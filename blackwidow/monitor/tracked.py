@@ -43,6 +43,9 @@ class Tracked:
     spec: SubscriberSpec | None = None  # what to push, while it is runnable
     failing: bool = False  # what its node last said: its data source gets nothing
     digest: str | None = None
+    # a node the hub lost may store under its lease until then (the hub's clock), so it runs
+    # nowhere else before; its count is unsure, so its lease is kept, until a node reports it
+    lost_until: float | None = None
 
 
 _COLUMNS = (

@@ -1,5 +1,6 @@
-"""What the nodes last reported, kept between polls: each node's cursor and the digest of
-every subscriber it runs. Applies poll answers (full or changes only); decides nothing."""
+"""What the nodes last reported, kept between polls: each node's cursor, lease renewal token
+and last answer's time, and the digest of every subscriber it runs. Applies poll answers
+(full or changes only); decides nothing."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ class NodeView:
     cursor: Cursor | None = None
     digests: dict[int, str] = field(default_factory=dict)  # crawler id -> spec digest
     answered: bool = False  # the latest poll got an answer: its digests are current
+    renewal: str | None = None  # the token of its latest answer, for the next poll to echo
+    answered_at: float | None = None  # when its latest answer came (the hub's clock)
 
 
 class ClusterView:
@@ -25,6 +28,15 @@ class ClusterView:
     def cursor(self, node_id: int) -> Cursor | None:
         node = self._nodes.get(node_id)
         return node.cursor if node else None
+
+    def renewal(self, node_id: int) -> str | None:
+        node = self._nodes.get(node_id)
+        return node.renewal if node else None
+
+    def answered_at(self, node_id: int) -> float | None:
+        """When the node's latest answer came; None if it never answered this leader."""
+        node = self._nodes.get(node_id)
+        return node.answered_at if node else None
 
     def apply(self, node_id: int, report: NodeReport | None) -> set[int]:
         """Take one poll's outcome; the crawlers whose reported placement or digest changed."""
@@ -42,6 +54,7 @@ class ClusterView:
                 self._where.setdefault(crawler_id, {})[node_id] = digest
                 touched.add(crawler_id)
         node.cursor = report.cursor
+        node.renewal, node.answered_at = report.renewal, report.answered_at
         return touched
 
     def acked(self, node_id: int, crawler_id: int, digest: str) -> None:

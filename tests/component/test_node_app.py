@@ -13,6 +13,7 @@ from blackwidow.node_protocol import (
     ASSIGNED_HEADER,
     EPOCH_HEADER,
     GENERATION_HEADER,
+    RENEWAL_HEADER,
     SHARD_HEADER,
     SINCE_HEADER,
     Shard,
@@ -23,6 +24,7 @@ from sources.keys import source_key
 from sources.model import SubscriberSpec
 from sources.pool import DataSourcePool
 from sources.registry import SourceContext, opener
+from sources.renewals import Renewals
 from spawn import watchdog
 from spawn.app import create_node_app
 from spawn.node import Node
@@ -489,3 +491,33 @@ def test_one_subscriber_is_shown_with_its_feeds_health(
     missing = client.get("/subscribers/2", headers=AUTH)
     assert missing.status_code == 404 and missing.json["error"]["field"] == "crawler_id"
     assert client.get("/subscribers/1").status_code == 401
+
+
+def test_a_poll_renews_leases_from_the_answer_it_echoes(tmp_path, clock: FakeClock) -> None:
+    """Leases count from the node's answer the hub echoes, on the node's clock: a token of
+    another process, or a malformed header, renews nothing."""
+    store = SqliteStore(str(tmp_path / "renewals.db"))
+    fetcher = GuardedFetcher(allow_hosts=LOOPBACK, deadline=5.0)
+    renewals = Renewals(clock)
+    pool = DataSourcePool(opener(SourceContext(fetcher, FEED_INTERVAL)), store, renewals=renewals)
+    node = Node(pool, clock)
+    node.mark_registered(7, GENERATION)
+    client = create_node_app(node, SECRET).test_client()
+    try:
+        first = poll(client)["renewal"]
+        assert not renewals.in_force("any key")
+        clock.now += 1.0
+        foreign = Renewals(clock).token()
+        refused = client.get("/subscribers", headers={**AUTH, RENEWAL_HEADER: "soon " + first})
+        assert refused.status_code == 400
+        assert refused.json["error"]["field"] == RENEWAL_HEADER
+        client.get("/subscribers", headers={**AUTH, RENEWAL_HEADER: f"5.0 {foreign}"})
+        assert not renewals.in_force("any key")
+        client.get("/subscribers", headers={**AUTH, RENEWAL_HEADER: f"5.0 {first}"})
+        clock.now = 1004.5  # the echoed answer was given at 1000
+        assert renewals.in_force("any key")
+        clock.now = 1005.0
+        assert not renewals.in_force("any key")
+    finally:
+        pool.clear()
+        store.close()

@@ -12,13 +12,15 @@ from typing import Any
 import pytest
 
 from blackwidow.demo.feed_server import FeedServer
+from blackwidow.node_protocol import Shard
 from blackwidow.store.sqlite import SqliteStore
 from sources.fetcher import GuardedFetcher
 from sources.keys import source_key
 from sources.model import DataSource, Item, SubscriberSpec
 from sources.pool import DataSourcePool
 from sources.registry import SourceContext, opener
-from tests.support import wait_until
+from sources.renewals import Renewals
+from tests.support import FakeClock, wait_until
 
 FEED_INTERVAL = 0.1
 LOOPBACK = frozenset({"127.0.0.1"})
@@ -177,6 +179,36 @@ def test_a_lease_holds_items_and_a_bigger_lease_stores_them_without_a_refetch(
     assert lowered["lease"] == lowered["items_collected"] == 8
     assert lowered["state"] == "waiting"
     assert store.count(1) == 8
+
+
+def test_a_lease_the_hub_does_not_renew_stores_nothing_and_held_items_wait_for_a_renewal(
+    sources: OpenedSources, store: SqliteStore, feeds: FeedServer
+) -> None:
+    clock = FakeClock(100.0)
+    renewals = Renewals(clock)
+    pool = DataSourcePool(sources, store, renewals=renewals)
+    try:
+        url = feed(feeds, "news", items=20)
+        pool.put(spec(1, [url], lease=5), now=0.0)
+        pool.put(spec(2, [url]), now=0.0)  # no user budget, no lease: nothing to renew
+        wait_until(lambda: status(pool, 1)["held"] == 20, what="the leased items held")
+        wait_until(lambda: store.count(2) == 20, what="the unleased crawler's items stored")
+        assert store.count(1) == 0 and status(pool, 1)["state"] == "waiting"
+
+        feeds.stop()  # what is stored next was held: a renewal alone stores it
+        renewals.renew(Shard(), renewals.token(), 5.0)
+        pool.retry_writes()
+        assert store.count(1) == 5 and status(pool, 1)["held"] == 15
+
+        clock.now += 5.0  # lapsed: a bigger lease is not stored under until renewed
+        pool.put(spec(1, [url], lease=8), now=1.0)
+        pool.retry_writes()
+        assert store.count(1) == 5
+        renewals.renew(Shard(), renewals.token(), 5.0)
+        pool.retry_writes()
+        assert store.count(1) == 8
+    finally:
+        pool.clear()
 
 
 def test_the_same_spec_twice_changes_nothing(

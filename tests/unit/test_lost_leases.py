@@ -1,0 +1,68 @@
+"""A lost node's leases in the monitor's memory: held, and its crawlers kept off other nodes,
+until the node cannot store under them; time passed in."""
+
+from __future__ import annotations
+
+import pytest
+
+from blackwidow.monitor import leases
+from blackwidow.monitor.memory import ShardMemory
+from blackwidow.monitor.poller import NodeReport
+from blackwidow.monitor.tracked import Tracked
+from blackwidow.node_protocol import Cursor
+
+LEASE_AFTER = 2.5
+BUDGETED, FREE = 1, 2  # user ids: one with an item limit, one without
+
+
+def crawler(crawler_id: int, user_id: int) -> Tracked:
+    config = (f"uuid-{crawler_id}", user_id, "rss", {}, None, None, True, "normal")
+    return Tracked(crawler_id, *config, "running", 5, 5, 20, 1.0, None)
+
+
+def memory_with(node_answered_at: float | None) -> ShardMemory:
+    """Crawlers 1 (budgeted) and 2 (not) on node 7, which answered at the time given."""
+    memory = ShardMemory(LEASE_AFTER)
+    memory.limits = {BUDGETED: 100}
+    memory.crawlers = {1: crawler(1, BUDGETED), 2: crawler(2, FREE), 3: crawler(3, BUDGETED)}
+    if node_answered_at is not None:
+        memory.view.apply(7, NodeReport(Cursor("s", 1), True, [], [], answered_at=node_answered_at))
+    for crawler_id in (1, 2):
+        memory.view.acked(7, crawler_id, "digest")
+    return memory
+
+
+@pytest.mark.parametrize(
+    ("answered_at", "expected"), [(100.0, 105.0), (None, 55.0)], ids=["answered", "never"]
+)
+def test_a_lost_nodes_budgeted_crawlers_are_held_from_its_last_answer(answered_at, expected):
+    memory = memory_with(answered_at)
+    assert leases.lose_node(memory, 7, leading_since=50.0) == {1, 2}
+    assert memory.crawlers[1].lost_until == expected
+    assert memory.crawlers[2].lost_until is None  # no budget, no lease
+    assert memory.view.places(1) == {}
+
+
+@pytest.mark.parametrize(
+    ("lost_until", "user_id", "now", "expected"),
+    [
+        (None, BUDGETED, 0.0, False),
+        (105.0, BUDGETED, 104.9, True),
+        (105.0, BUDGETED, 105.0, False),
+        (105.0, FREE, 104.9, False),  # its user's budget went: it holds no lease
+    ],
+)
+def test_held_by_lost_node(lost_until, user_id, now, expected):
+    held = crawler(1, user_id)
+    held.lost_until = lost_until
+    assert leases.held_by_lost_node(held, {BUDGETED: 100}, now) is expected
+
+
+def test_a_new_leader_holds_the_budgeted_crawlers_no_node_reported():
+    memory = memory_with(100.0)
+    leases.hold_unseen(memory, now=200.0)
+    assert [memory.crawlers[c].lost_until for c in (1, 2, 3)] == [None, None, 205.0]
+    never_polls = ShardMemory()
+    never_polls.limits, never_polls.crawlers = {BUDGETED: 100}, {3: crawler(3, BUDGETED)}
+    leases.hold_unseen(never_polls, now=200.0)
+    assert never_polls.crawlers[3].lost_until is None
