@@ -2,7 +2,9 @@
 
 A data source starts with its first subscriber and stops with its last, so every crawler
 asking for the same thing on a node shares one fetch or one connection. What changed since a
-poll's cursor is told by change numbers (sources.changes), so a poll costs what changed.
+poll's cursor is told by change numbers (sources.changes), so a poll costs what changed. A
+stopped data source's final deliveries are reported until a poll acknowledges them, so what
+a provider billed is counted even when the hub could not poll in time (a node cut off).
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sources.changes import ChangeCounter
+from sources.departed import DepartedSources
 from sources.keys import source_key
 from sources.model import DataSource, ReportsFeeds, SubscriberSpec
 from sources.renewals import Renewals
@@ -37,6 +40,7 @@ class Changes:
     data_sources: list[dict[str, Any]]
     removed: list[int]
     removed_data_sources: list[str]
+    departed_data_sources: list[dict[str, Any]] = field(default_factory=list)  # final counts
 
 
 class DataSourcePool:
@@ -58,6 +62,7 @@ class DataSourcePool:
         self._failing: set[Subscriber] = set()  # those whose held items wait for a retry
         self._failing_lock = threading.Lock()  # taken inside a subscriber's, never around one
         self.changes_of = ChangeCounter()
+        self._departed = DepartedSources()  # stopped sources' final counts, for the polls
         self.started = 0  # subscribers created so far; an update in place does not count
 
     def put(self, spec: SubscriberSpec, now: float) -> dict[str, Any]:
@@ -174,8 +179,14 @@ class DataSourcePool:
             return []
         del self._sources[key]
         self.changes_of.removed(key)
+        self._depart(key, shared)
         log.info("data source stopped key=%s", key)
         return [shared.source]
+
+    def _depart(self, key: str, shared: SharedSource) -> None:
+        """Keep a stopped source's final deliveries for the polls (pool lock held)."""
+        if shared.delivered:
+            self._departed.keep(key, shared.run, described(key, shared), self.changes_of)
 
     @staticmethod
     def _stop_all(sources: Iterable[DataSource]) -> None:
@@ -201,11 +212,14 @@ class DataSourcePool:
             to_stop = [shared.source for shared in self._sources.values()]
             for _, subscriber in self._subscribers.values():
                 subscriber.close()
-            self._sources.clear()
             self._subscribers.clear()
+            self.changes_of = ChangeCounter()  # a new stream: every poller gets everything
+            self._departed.renumber(self.changes_of)
+            for key, shared in self._sources.items():
+                self._depart(key, shared)
+            self._sources.clear()
             with self._failing_lock:
                 self._failing.clear()
-            self.changes_of = ChangeCounter()  # a new stream: every poller gets everything
         if self.renewals is not None:
             self.renewals.clear()
         self._stop_all(to_stop)
@@ -276,10 +290,18 @@ class DataSourcePool:
                 for r in gone
                 if r.crawler_id is None and r.source_key not in self._sources
             }
+            departed = self._departed.after(since if removals is not None else None, owned)
         statuses = [s.status() for s in subscribers]
         full = removals is None
         return Changes(
-            counter.stream, number, full, statuses, sources, list(removed), list(removed_sources)
+            counter.stream,
+            number,
+            full,
+            statuses,
+            sources,
+            list(removed),
+            list(removed_sources),
+            departed,
         )
 
     def _holds(self, crawler_id: int, owned: Callable[[str], bool]) -> bool:

@@ -71,6 +71,7 @@ class Node:
             "data_sources": changes.data_sources,
             "removed": changes.removed,
             "removed_data_sources": changes.removed_data_sources,
+            "departed_data_sources": changes.departed_data_sources,
             "totals": {"subscribers": subscribers, "data_sources": data_sources},
         }
 

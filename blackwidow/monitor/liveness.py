@@ -186,7 +186,8 @@ class Liveness:
             for node_id, report in reports.items()
             if report is not None
         ]
-        deliveries.record_sources(session, [d for _, r in answered for d in r.data_sources])
+        reported = [d for _, r in answered for d in (*r.data_sources, *r.departed)]
+        deliveries.record_sources(session, reported)
         statuses = [(origin, s) for origin, report in answered for s in report.subscribers]
         runs = deliveries.known_runs(session, [status for _, status in statuses])
         rows: dict[int, dict[str, Any]] = {}

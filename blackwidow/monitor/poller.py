@@ -36,6 +36,7 @@ class NodeReport:
     data_source_total: int = 0
     answered_at: float = 0.0  # when the answer came: the heartbeat, whatever other nodes do
     renewal: str | None = None  # the node's token, echoed by the next poll to renew its leases
+    departed: list[dict[str, Any]] = field(default_factory=list)  # stopped sources' final counts
 
     def digests(self) -> dict[int, str]:
         return {int(s["crawler_id"]): str(s["digest"]) for s in self.subscribers}
@@ -60,6 +61,7 @@ class NodeReport:
             data_source_total=int(totals.get("data_sources", len(data_sources))),
             answered_at=answered_at,
             renewal=renewal if _is_token(renewal) else None,
+            departed=list(answer.get("departed_data_sources") or []),
         )
 
 

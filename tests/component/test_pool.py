@@ -395,3 +395,28 @@ def test_a_cursor_of_another_stream_or_of_a_cleared_pool_gets_everything(
     pool.put(spec(2, [feed(feeds, "beta")]), now=0.0)
     after_clear = pool.changes(base.stream, base.number)
     assert after_clear.full and [s["crawler_id"] for s in after_clear.subscribers] == [2]
+
+
+def test_a_stopped_data_source_reports_its_final_deliveries_until_a_poll_applied_them(
+    pool: DataSourcePool, feeds: FeedServer
+) -> None:
+    a, b = feed(feeds, "alpha"), feed(feeds, "beta")
+    pool.put(spec(1, [a]), now=0.0)
+    collecting(pool, 1)
+    base = pool.changes("", 0)
+    run = next(d["run"] for d in base.data_sources)
+    assert base.departed_data_sources == []
+
+    pool.delete(1)  # its last subscriber gone, the source stops
+    gone = pool.changes(base.stream, base.number)
+    assert [(d["run"], d["delivered"]) for d in gone.departed_data_sources] == [(run, {"1": 10})]
+    again = pool.changes(base.stream, base.number)  # that answer was lost: it comes again
+    assert again.departed_data_sources == gone.departed_data_sources
+    assert pool.changes(gone.stream, gone.number).departed_data_sources == []  # applied
+    assert pool.changes("", 0).departed_data_sources == []  # and forgotten
+
+    pool.put(spec(2, [b]), now=0.0)
+    collecting(pool, 2)
+    pool.clear()  # a node detaching: what its sources took still reaches the next poll
+    cleared = pool.changes(gone.stream, gone.number)
+    assert cleared.full and [d["delivered"] for d in cleared.departed_data_sources] == [{"1": 10}]

@@ -1,0 +1,52 @@
+"""Stopped data sources' final deliveries, kept for the polls until the hub has applied them.
+
+A data source's deliveries since the last poll the hub applied would otherwise be lost when
+it stops (its last subscriber removed, or the node detaching after it lost the hub): what a
+provider billed must still reach the user's figure once the hub polls again. Entries are
+numbered by the pool's change counter, and forgotten once a poll's cursor is past them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sources.changes import ChangeCounter
+
+KEPT_DEPARTED = 10_000  # stopped data sources whose final counts wait for a poll
+
+
+@dataclass
+class Departed:
+    key: str  # its source key, for the monitor shard that owns it
+    described: dict[str, Any]  # as a poll described it, with its final counts
+    stamp: int = 0
+
+
+class DepartedSources:
+    """Not thread-safe: the pool calls it under its lock."""
+
+    def __init__(self) -> None:
+        self._by_run: dict[str, Departed] = {}
+
+    def keep(self, key: str, run: str, described: dict[str, Any], counter: ChangeCounter) -> None:
+        departed = self._by_run[run] = Departed(key, described)
+        counter.mark(departed)
+        while len(self._by_run) > KEPT_DEPARTED:
+            del self._by_run[next(iter(self._by_run))]
+
+    def renumber(self, counter: ChangeCounter) -> None:
+        """The pool started a new change stream: every entry is news to every poller."""
+        for departed in self._by_run.values():
+            counter.mark(departed)
+
+    def after(self, applied: int | None, owned: Callable[[str], bool]) -> list[dict[str, Any]]:
+        """What a poller that owns these keys has not applied yet (None: it applied nothing
+        of this stream). What it did apply is forgotten."""
+        mine = [(run, d) for run, d in self._by_run.items() if owned(d.key)]
+        if applied is not None:
+            for run, departed in mine:
+                if departed.stamp <= applied:
+                    del self._by_run[run]
+        return [d.described for _run, d in mine if applied is None or d.stamp > applied]
