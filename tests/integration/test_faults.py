@@ -8,9 +8,13 @@ and then checks:
 - no crawler ran on two nodes the hub could reach for longer than one monitor cycle (while a
   node is partitioned it may crawl on until it detaches; that time is reported, not judged);
 - set check on the items: every feed entry published before the faults ended is stored
-  (acknowledged), none stored twice, none seen stored and then missing (lost).
+  (acknowledged), none stored twice, none seen stored and then missing (lost);
+- every fault rule the scenario set up was used (rules left 0);
+- what the user's data sources billed equals what their crawlers were delivered, one crawler
+  per feed, where no node is lost and no crawler stops (BILLED_AS_DELIVERED).
 
-Each scenario prints its totals; the run prints the sum (conftest's measurements).
+Each scenario prints its totals; the run prints the sum (conftest's measurements), with the
+overshoot of a user's budget from test_lease_partition.
 """
 
 from __future__ import annotations
@@ -279,6 +283,11 @@ def feed_hangs_mid_body(fc: FaultCluster, create: Callable[[], list[int]]) -> li
     return crawlers
 
 
+# where no node is lost and no crawler stops, every delivery reaches a poll: billed (the
+# data sources') equals delivered (the crawlers'). A stopped data source reports its final
+# count later, a removed subscriber does not; a killed node's last answer is its last word.
+BILLED_AS_DELIVERED = {lost_pushes, lost_poll_answers, feed_hangs_mid_body}
+
 SCENARIOS: dict[str, Scenario] = {
     "lost pushes": lost_pushes,
     "duplicated pushes": duplicated_pushes,
@@ -297,6 +306,13 @@ def published(fc: FaultCluster, crawler: dict[str, Any]) -> int:
     """Entries the crawler's feed has published so far, asked of the feed server directly."""
     url = crawler["query"]["feeds"][0].replace(fc.feed_proxy.url, fc.c.feeds.url)
     return requests.get(url, timeout=5).text.count("<item>")
+
+
+def billing(fc: FaultCluster, user_id: int) -> tuple[int, int]:
+    """(billed: what the user's data sources delivered, delivered: what reached their
+    crawlers), as the hub recorded them."""
+    usage = fc.c.call("GET", f"/api/v1/users/{user_id}/usage", fc.token).json()
+    return usage["items_delivered"], sum(c["items_delivered"] for c in usage["crawlers"])
 
 
 def settled_on_one_node(fc: FaultCluster, token: str, crawlers: list[int]) -> bool:
@@ -350,6 +366,17 @@ def test_faults_lose_nothing_and_leave_one_runner_per_crawler(
         )
         observer.stop()
         final = {i: c.items(token, i) for i in crawlers}
+        rules_left = sum(proxy.rules_left() for proxy in fc.proxies())
+        user_id = records[crawlers[0]]["user_id"]
+        billed, delivered = (
+            wait_until(
+                lambda: (found := billing(fc, user_id))[0] == found[1] and found,
+                timeout=10,
+                what="billed to equal delivered",
+            )
+            if scenario in BILLED_AS_DELIVERED
+            else billing(fc, user_id)
+        )
     finally:
         observer.stop()
         fc.close()
@@ -367,6 +394,9 @@ def test_faults_lose_nothing_and_leave_one_runner_per_crawler(
         "acknowledged": acknowledged,
         "lost": lost,
         "duplicated": duplicated,
+        "rules left": rules_left,
+        "billed": billed,
+        "delivered": delivered,
     }
     FAULT_TOTALS.update(totals)
     MEASUREMENTS.append(
@@ -378,4 +408,5 @@ def test_faults_lose_nothing_and_leave_one_runner_per_crawler(
     )
     assert totals["faults injected"] > 0
     assert lost == 0 and duplicated == 0
+    assert rules_left == 0, "a fault the scenario set up never happened"
     assert reachable_cycles <= 2, "a double run outlived the cycle after the one it began in"
