@@ -11,32 +11,43 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.quota import LeaseView, exhausted, lost_lease_until, plan_leases
+from blackwidow.monitor.quota import (
+    LeaseView,
+    ShardBudget,
+    exhausted,
+    lost_lease_until,
+    plan_leases,
+)
 from blackwidow.monitor.tracked import Tracked
 
 MIN_GRANT = 10
 
 
 def exhausted_users(
-    limits: Mapping[int, int], by_user: Mapping[int, Iterable[Tracked]]
+    budgets: Mapping[int, ShardBudget], by_user: Mapping[int, Iterable[Tracked]]
 ) -> set[int]:
-    """Users whose crawlers have together stored their whole item budget."""
+    """Users whose crawlers, in every shard, have together stored their whole item budget
+    (leases held elsewhere do not exhaust a user: they go back when unused)."""
     return {
         user_id
-        for user_id, limit in limits.items()
-        if exhausted(limit, (c.items_collected for c in by_user.get(user_id, ())))
+        for user_id, budget in budgets.items()
+        if exhausted(
+            budget.limit - budget.stored_elsewhere,
+            (c.items_collected for c in by_user.get(user_id, ())),
+        )
     }
 
 
 def plan(
-    limit: int, owned: Collection[Tracked], running: Collection[int], horizon: float
+    budget: ShardBudget, owned: Collection[Tracked], running: Collection[int], horizon: float
 ) -> dict[int, int]:
     """The lease to push for each of one user's crawlers; grants raise the ledger now."""
     views = [
         LeaseView(c.id, c.items_collected, c.lease, c.rate, c.item_limit, c.id in running)
         for c in owned
     ]
-    changes = plan_leases(limit, views, horizon, MIN_GRANT)
+    wanted_elsewhere = budget.starved_elsewhere * MIN_GRANT
+    changes = plan_leases(budget.share, views, horizon, MIN_GRANT, wanted_elsewhere)
     pushed: dict[int, int] = {}
     for crawler in owned:
         target = changes.get(crawler.id, crawler.lease)
@@ -57,7 +68,7 @@ def release(crawler: Tracked) -> None:
     crawler.lease = crawler.items_collected
 
 
-def held_by_lost_node(crawler: Tracked, budgets: Mapping[int, int], now: float) -> bool:
+def held_by_lost_node(crawler: Tracked, budgets: Mapping[int, ShardBudget], now: float) -> bool:
     """A lost node may still store under this crawler's lease, so it runs nowhere else yet
     (a budgeted user's crawlers are looked at every pass: it is placed once that ends)."""
     until = crawler.lost_until

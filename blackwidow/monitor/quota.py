@@ -9,11 +9,30 @@ new leases and records the confirmations.
 
 A node the hub loses (declared dead, cut off) may still store under its leases until
 they lapse on its own clock; `lost_lease_until` says how long the hub keeps them.
+
+With several monitor shards each leader plans only its own crawlers, from what the others
+hold (`ShardBudget`): their starved crawlers take a share of the free budget that is left
+ungranted, and make idle leases here go back, so budget flows to where items are.
 """
 
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ShardBudget:
+    """One user's budget as one shard's leader sees it (the other shards as SQL last said)."""
+
+    limit: int  # the user's whole budget
+    held_elsewhere: int = 0  # other shards' leases (or counts that ran ahead)
+    stored_elsewhere: int = 0  # items other shards' crawlers stored
+    starved_elsewhere: int = 0  # other shards' runnable crawlers with no room under their lease
+
+    @property
+    def share(self) -> int:
+        """What this shard may hold: the budget less what the others hold."""
+        return self.limit - self.held_elsewhere
 
 
 @dataclass(frozen=True)
@@ -46,13 +65,18 @@ def exhausted(user_limit: int, counts: Iterable[int]) -> bool:
 
 
 def plan_leases(
-    user_limit: int, crawlers: Sequence[LeaseView], horizon: float, min_grant: int
+    user_limit: int,
+    crawlers: Sequence[LeaseView],
+    horizon: float,
+    min_grant: int,
+    wanted_elsewhere: int = 0,
 ) -> dict[int, int]:
     """New lease per crawler id (only those that change).
 
     Grants come from the budget free now. Budget that a shrink releases is not
     granted in the same call: until the node confirms the lower lease it may
-    still store up to the old one.
+    still store up to the old one. `wanted_elsewhere` is what other shards' crawlers
+    want: it competes for the free budget like a crawler's want, and its share stays free.
     """
     if horizon < 0 or min_grant < 0:
         raise ValueError(f"horizon and min_grant must be >= 0, got {horizon!r}, {min_grant!r}")
@@ -66,10 +90,10 @@ def plan_leases(
             plan[crawler.crawler_id] = shrunk
         elif crawler.running and _headroom(crawler) < need:
             wants[crawler.crawler_id] = need - _headroom(crawler)
-    if sum(wants.values()) > max(free, 0):
-        _reclaim_idle(crawlers, plan, wants)
+    if sum(wants.values()) + wanted_elsewhere > max(free, 0):
+        _reclaim_idle(crawlers, plan, wants, horizon)
     held = {c.crawler_id: _held(c) for c in crawlers}
-    for crawler_id, grant in _split(max(free, 0), wants).items():
+    for crawler_id, grant in _split(max(free, 0), wants, wanted_elsewhere).items():
         if grant > 0:
             plan[crawler_id] = held[crawler_id] + grant
     return plan
@@ -104,33 +128,36 @@ def _shrink_to(crawler: LeaseView, need: int) -> int | None:
 
 
 def _reclaim_idle(
-    crawlers: Sequence[LeaseView], plan: dict[int, int], wants: dict[int, int]
+    crawlers: Sequence[LeaseView], plan: dict[int, int], wants: dict[int, int], horizon: float
 ) -> None:
     """When the free budget cannot cover the wants, leases idle crawlers hold unused go back.
 
     Otherwise the last items of a budget could sit for ever in leases of crawlers that store
-    nothing, while a busy one waits. An idle crawler asks again next cycle; should it store
-    something meanwhile, its rate earns it a share.
+    nothing, while a busy one waits. Idle is expecting less than one item over the horizon:
+    a rate that decays by halves after the last item never reaches zero. An idle crawler
+    asks again next cycle; should it store something meanwhile, its rate earns it a share.
     """
     for crawler in crawlers:
-        idle = crawler.running and crawler.rate == 0 and crawler.crawler_id not in plan
+        idle = crawler.running and crawler.rate * horizon < 1 and crawler.crawler_id not in plan
         if idle and _headroom(crawler) > 0 and crawler.count < crawler.lease:
             plan[crawler.crawler_id] = crawler.count
             wants.pop(crawler.crawler_id, None)
 
 
-def _split(free: int, wants: dict[int, int]) -> dict[int, int]:
-    """Grant every want if free covers them all, else share free in proportion to the wants.
+def _split(free: int, wants: dict[int, int], withheld: int = 0) -> dict[int, int]:
+    """Grant every want if free covers them all, else share free in proportion to the wants
+    and `withheld` (a want granted to nobody here: its share stays free).
 
     Shares are floored, then the remainder goes one item at a time to the largest fractions
     (ties in crawler-id order), so a last item goes where it is wanted most; the total never
-    exceeds free and no share exceeds its want.
+    exceeds free and no share exceeds its want. The remainder stays here: leaders of two
+    shards each leaving the last item to the other would leave it to nobody.
     """
-    total = sum(wants.values())
+    total = sum(wants.values()) + withheld
     if total <= free:
         return dict(wants)
     grants = {crawler_id: free * want // total for crawler_id, want in wants.items()}
-    remainder = free - sum(grants.values())
+    remainder = free - sum(grants.values()) - free * withheld // total
     by_fraction = sorted(wants, key=lambda c: (-(free * wants[c] % total), c))
     for crawler_id in by_fraction[:remainder]:
         grants[crawler_id] += 1

@@ -25,10 +25,11 @@ from blackwidow.monitor.intake import Intake
 from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient, NodeRejected, NodeTarget, NodeUnreachable
 from blackwidow.monitor.poller import in_parallel
+from blackwidow.monitor.quota import ShardBudget
 from blackwidow.monitor.reload import Plan, plan_reload
 from blackwidow.monitor.routing import Router
 from blackwidow.monitor.states import runnable, state_of
-from blackwidow.monitor.tracked import Tracked, held_elsewhere, save_assignments, write
+from blackwidow.monitor.tracked import Tracked, elsewhere, save_assignments, write
 from blackwidow.node_protocol import Shard
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ class Reconciler:
         self._placement: dict[int, int] = {}  # runnable crawler -> the node routing chose
         self._intake = Intake(memory, shard)
         self._targets: dict[int, NodeTarget] = {}
-        self._budget: dict[int, int] = {}  # this pass: user id -> the budget this shard holds
+        self._budget: dict[int, ShardBudget] = {}  # this pass: user id -> its budget here
         self._first_take = True
 
     def reconcile_once(self, targets: dict[int, NodeTarget]) -> None:
@@ -100,8 +101,8 @@ class Reconciler:
             write(session, grants)
         return plan, taken
 
-    def _budgets(self, session: Session) -> dict[int, int]:
-        """user id -> what this shard may hold of the budget, for every user with one.
+    def _budgets(self, session: Session) -> dict[int, ShardBudget]:
+        """user id -> the user's budget as this shard sees it, for every user with one.
 
         One shard holds the whole budget. With several, a user's crawlers may sit in other
         shards too: the users' rows are locked (so shard leaders decide one at a time) and
@@ -111,11 +112,10 @@ class Reconciler:
         with memory.lock:
             limits = {u: limit for u, limit in memory.limits.items() if self._intake.by_user.get(u)}
         if self._shard.count == 1 or not limits:
-            return limits
-        held = held_elsewhere(session, set(limits), self._shard)
-        return {u: limit - held.get(u, 0) for u, limit in limits.items()}
+            return {u: ShardBudget(limit) for u, limit in limits.items()}
+        return elsewhere(session, limits, self._shard)
 
-    def _decide(self, budgets: dict[int, int]) -> tuple[Plan, dict[int, dict[str, Any]]]:
+    def _decide(self, budgets: dict[int, ShardBudget]) -> tuple[Plan, dict[int, dict[str, Any]]]:
         """Route, lease and diff the dirty crawlers; the plan and the lease grants to record."""
         memory = self._memory
         with memory.lock:
@@ -173,8 +173,7 @@ class Reconciler:
         grants: dict[int, dict[str, Any]] = {}
         for user_id, owned in self._owned_of(dirty).items():
             before = {c.id: c.lease for c in owned}
-            budget = self._budget[user_id]
-            pushed = leases.plan(budget, owned, self._placement, self._lease_horizon)
+            pushed = leases.plan(self._budget[user_id], owned, self._placement, self._lease_horizon)
             lease_of.update(pushed)
             for crawler in owned:
                 if crawler.lease != before[crawler.id]:

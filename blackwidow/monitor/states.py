@@ -16,9 +16,12 @@ class CrawlerFacts:
     failing: bool = False  # its node says its data source gets nothing (every feed fails)
 
 
+RUNNABLE_STATES = ("pending", "running", "failing")
+
+
 def runnable(facts: CrawlerFacts) -> bool:
     """Whether the crawler should be on a node at all."""
-    return state_of(facts) in ("pending", "running", "failing")
+    return state_of(facts) in RUNNABLE_STATES
 
 
 def state_of(facts: CrawlerFacts) -> str:

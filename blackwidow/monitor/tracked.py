@@ -7,6 +7,7 @@ update), on SQLite and PostgreSQL alike. Decides nothing.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,8 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from blackwidow.models import Assignment, Crawler, User, utcnow
+from blackwidow.monitor.quota import ShardBudget
+from blackwidow.monitor.states import RUNNABLE_STATES
 from blackwidow.node_protocol import Shard
 from sources.model import SubscriberSpec
 
@@ -99,22 +102,40 @@ def user_limits(session: Session, user_ids: Collection[int] | None = None) -> di
     return limits
 
 
-def held_elsewhere(session: Session, user_ids: set[int], shard: Shard) -> dict[int, int]:
-    """user id -> the budget other shards' crawlers hold (their lease, or their count if it
-    ran ahead), with the users' rows locked until the transaction ends: a shard leader that
-    grants from the rest of a budget must not race another doing the same."""
-    held: dict[int, int] = {}
-    for chunk in chunks(user_ids):
+def elsewhere(session: Session, limits: Mapping[int, int], shard: Shard) -> dict[int, ShardBudget]:
+    """user id -> the user's budget with what other shards' crawlers hold, stored and wait
+    for, with the users' rows locked until the transaction ends: a shard leader that grants
+    from the rest of a budget must not race another doing the same."""
+    budgets = {user_id: ShardBudget(limit) for user_id, limit in limits.items()}
+    for chunk in chunks(set(limits)):
         session.execute(update(User).where(User.id.in_(chunk)).values(item_limit=User.item_limit))
         rows = session.execute(
-            select(Crawler.user_id, Crawler.uuid, Crawler.lease, Crawler.items_collected).where(
-                Crawler.user_id.in_(chunk)
-            )
+            select(
+                Crawler.user_id,
+                Crawler.uuid,
+                Crawler.lease,
+                Crawler.items_collected,
+                Crawler.item_limit,
+                Crawler.state,
+            ).where(Crawler.user_id.in_(chunk))
         )
         for row in rows:
-            if not shard.owns(row.uuid):
-                held[row.user_id] = held.get(row.user_id, 0) + max(row.lease, row.items_collected)
-    return held
+            if shard.owns(row.uuid):
+                continue
+            budget = budgets[row.user_id]
+            budgets[row.user_id] = dataclasses.replace(
+                budget,
+                held_elsewhere=budget.held_elsewhere + max(row.lease, row.items_collected),
+                stored_elsewhere=budget.stored_elsewhere + row.items_collected,
+                starved_elsewhere=budget.starved_elsewhere + _starved(row),
+            )
+    return budgets
+
+
+def _starved(row: Any) -> bool:
+    """A crawler that should run but has no room under its lease: it waits for budget."""
+    below_limit = row.item_limit is None or row.items_collected < row.item_limit
+    return row.state in RUNNABLE_STATES and row.lease <= row.items_collected and below_limit
 
 
 def write(session: Session, rows: Mapping[int, Mapping[str, Any]]) -> None:

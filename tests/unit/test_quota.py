@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from blackwidow.monitor.quota import LeaseView, exhausted, plan_leases
+from blackwidow.monitor.quota import LeaseView, ShardBudget, exhausted, plan_leases
 
 
 def view(
@@ -219,3 +219,62 @@ def test_random_rounds_never_overshoot_and_use_the_whole_budget():
     for _ in range(200):
         rounds, stored, user_limit = simulate(rng)
         assert stored == user_limit, rounds
+
+
+def test_a_want_in_another_shard_takes_its_share_and_idle_leases_go_back():
+    """Free budget is shared with what other shards want, and their share stays free; when
+    the free budget cannot cover it, an idle crawler's unused lease goes back."""
+    busy = view(1, count=0, lease=0, rate=1.0)
+    assert plan_leases(20, [busy], 10.0, 10, wanted_elsewhere=30) == {1: 5}
+    assert plan_leases(1, [busy], 10.0, 10, wanted_elsewhere=40) == {1: 1}  # the last item
+    idle = view(2, count=20, lease=25, rate=0.0)
+    assert plan_leases(25, [idle], 10.0, 5) == {}  # its headroom covers what it needs
+    assert plan_leases(25, [idle], 10.0, 5, wanted_elsewhere=10) == {2: 20}
+
+
+TWO_SHARDS = {  # crawler id -> (shard, stored, lease, items its feed still has)
+    "one shard leased the whole budget to a crawler whose feed has nothing more": {
+        5: ("b", 20, 25, 0),
+        **{i: ("a", 0, 0, 20) for i in (1, 2, 3, 4, 6)},
+    },
+    "one item left, starved crawlers in both shards": {
+        4: ("b", 13, 13, 7),
+        6: ("b", 11, 11, 9),
+        **{i: ("a", 0, 0, 20) for i in (1, 2, 3, 5)},
+    },
+}
+
+
+@pytest.mark.parametrize("crawlers", TWO_SHARDS.values(), ids=TWO_SHARDS.keys())
+def test_two_shards_use_a_whole_budget(crawlers):
+    """Planning each shard in turn from what the other holds (as SQL tells each leader), a
+    budget of 25 is used up and never overshot."""
+    limit, min_grant = 25, 10
+    shard_of = {i: c[0] for i, c in crawlers.items()}
+    count = {i: c[1] for i, c in crawlers.items()}
+    lease = {i: c[2] for i, c in crawlers.items()}
+    available = {i: c[3] for i, c in crawlers.items()}
+    for _ in range(20):
+        for shard in ("a", "b"):
+            others = [i for i in shard_of if shard_of[i] != shard]
+            budget = ShardBudget(
+                limit,
+                held_elsewhere=sum(max(lease[i], count[i]) for i in others),
+                stored_elsewhere=sum(count[i] for i in others),
+                starved_elsewhere=sum(lease[i] <= count[i] and available[i] > 0 for i in others),
+            )
+            mine = [i for i in shard_of if shard_of[i] == shard]
+            rate = {i: 1.0 if available[i] else 0.05 for i in mine}  # 0.05: a decaying rate
+            views = [view(i, count[i], lease[i], rate[i]) for i in mine]
+            plan = plan_leases(
+                budget.share, views, 10.0, min_grant, budget.starved_elsewhere * min_grant
+            )
+            lease.update(plan)  # grants recorded, shrinks confirmed by the nodes at once
+            assert sum(max(lease[i], count[i]) for i in shard_of) <= limit
+            for i in mine:  # the nodes store what their feeds have, up to the lease
+                stored = min(available[i], max(lease[i] - count[i], 0))
+                count[i] += stored
+                available[i] -= stored
+        if exhausted(limit, count.values()):
+            break
+    assert sum(count.values()) == limit
