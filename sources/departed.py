@@ -1,9 +1,11 @@
-"""Stopped data sources' final deliveries, kept for the polls until the hub has applied them.
+"""Stopped runs' final deliveries, kept for the polls until the hub has applied them.
 
-A data source's deliveries since the last poll the hub applied would otherwise be lost when
-it stops (its last subscriber removed, or the node detaching after it lost the hub): what a
-provider billed must still reach the user's figure once the hub polls again. Entries are
-numbered by the pool's change counter, and forgotten once a poll's cursor is past them.
+A data source's or a subscriber's deliveries since the last poll the hub applied would
+otherwise be lost when it stops (removed, or the node detaching after it lost the hub): what
+a provider billed must still reach the user's figure, and what a crawler was handed its own,
+once the hub polls again. Both are counted at the same delivery and kept at the same stop, so
+the two figures agree. Entries are numbered by the pool's change counter, and forgotten once
+a poll's cursor is past them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from sources.changes import ChangeCounter
 
-KEPT_DEPARTED = 10_000  # stopped data sources whose final counts wait for a poll
+KEPT_DEPARTED = 10_000  # stopped runs of each kind whose final counts wait for a poll
 
 
 @dataclass
@@ -24,7 +26,7 @@ class Departed:
     stamp: int = 0
 
 
-class DepartedSources:
+class DepartedRuns:
     """Not thread-safe: the pool calls it under its lock."""
 
     def __init__(self) -> None:
@@ -50,3 +52,30 @@ class DepartedSources:
                 if departed.stamp <= applied:
                     del self._by_run[run]
         return [d.described for _run, d in mine if applied is None or d.stamp > applied]
+
+
+class Departures:
+    """The pool's stopped data sources and subscribers, each kind kept apart (pool lock held)."""
+
+    def __init__(self) -> None:
+        self._sources = DepartedRuns()
+        self._subscribers = DepartedRuns()
+
+    def source(self, key: str, run: str, described: dict[str, Any], counter: ChangeCounter) -> None:
+        self._sources.keep(key, run, described, counter)
+
+    def subscriber(
+        self, key: str, crawler_id: int, run: str, delivered: int, counter: ChangeCounter
+    ) -> None:
+        final = {"crawler_id": crawler_id, "run": run, "delivered": delivered}
+        self._subscribers.keep(key, run, final, counter)
+
+    def renumber(self, counter: ChangeCounter) -> None:
+        self._sources.renumber(counter)
+        self._subscribers.renumber(counter)
+
+    def after(
+        self, applied: int | None, owned: Callable[[str], bool]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(data sources, subscribers) a poller has not applied yet; see DepartedRuns.after."""
+        return self._sources.after(applied, owned), self._subscribers.after(applied, owned)

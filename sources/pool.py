@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sources.changes import ChangeCounter
-from sources.departed import DepartedSources
+from sources.departed import Departures
 from sources.keys import source_key
 from sources.model import DataSource, ReportsFeeds, SubscriberSpec
 from sources.renewals import Renewals
@@ -41,6 +41,7 @@ class Changes:
     removed: list[int]
     removed_data_sources: list[str]
     departed_data_sources: list[dict[str, Any]] = field(default_factory=list)  # final counts
+    departed_subscribers: list[dict[str, Any]] = field(default_factory=list)  # ... of each
 
 
 class DataSourcePool:
@@ -62,7 +63,7 @@ class DataSourcePool:
         self._failing: set[Subscriber] = set()  # those whose held items wait for a retry
         self._failing_lock = threading.Lock()  # taken inside a subscriber's, never around one
         self.changes_of = ChangeCounter()
-        self._departed = DepartedSources()  # stopped sources' final counts, for the polls
+        self._departed = Departures()  # stopped runs' final counts, for the polls
         self.started = 0  # subscribers created so far; an update in place does not count
 
     def put(self, spec: SubscriberSpec, now: float) -> dict[str, Any]:
@@ -167,6 +168,7 @@ class DataSourcePool:
             return []
         key, subscriber = entry
         subscriber.close()
+        self._depart_subscriber(key, subscriber)
         with self._failing_lock:
             self._failing.discard(subscriber)
         self.changes_of.removed(key, crawler_id)
@@ -186,7 +188,13 @@ class DataSourcePool:
     def _depart(self, key: str, shared: SharedSource) -> None:
         """Keep a stopped source's final deliveries for the polls (pool lock held)."""
         if shared.delivered:
-            self._departed.keep(key, shared.run, described(key, shared), self.changes_of)
+            self._departed.source(key, shared.run, described(key, shared), self.changes_of)
+
+    def _depart_subscriber(self, key: str, subscriber: Subscriber) -> None:
+        """Keep a stopped subscriber's final deliveries for the polls (pool lock held)."""
+        if subscriber.delivered:
+            crawler_id, run = subscriber.spec.crawler_id, subscriber.run
+            self._departed.subscriber(key, crawler_id, run, subscriber.delivered, self.changes_of)
 
     @staticmethod
     def _stop_all(sources: Iterable[DataSource]) -> None:
@@ -210,11 +218,12 @@ class DataSourcePool:
         """Drop every subscriber and stop every data source (a detached node)."""
         with self._lock:
             to_stop = [shared.source for shared in self._sources.values()]
-            for _, subscriber in self._subscribers.values():
-                subscriber.close()
-            self._subscribers.clear()
             self.changes_of = ChangeCounter()  # a new stream: every poller gets everything
             self._departed.renumber(self.changes_of)
+            for key, subscriber in self._subscribers.values():
+                subscriber.close()
+                self._depart_subscriber(key, subscriber)
+            self._subscribers.clear()
             for key, shared in self._sources.items():
                 self._depart(key, shared)
             self._sources.clear()
@@ -290,7 +299,8 @@ class DataSourcePool:
                 for r in gone
                 if r.crawler_id is None and r.source_key not in self._sources
             }
-            departed = self._departed.after(since if removals is not None else None, owned)
+            applied = since if removals is not None else None
+            departed, departed_subscribers = self._departed.after(applied, owned)
         statuses = [s.status() for s in subscribers]
         full = removals is None
         return Changes(
@@ -302,6 +312,7 @@ class DataSourcePool:
             list(removed),
             list(removed_sources),
             departed,
+            departed_subscribers,
         )
 
     def _holds(self, crawler_id: int, owned: Callable[[str], bool]) -> bool:

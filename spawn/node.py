@@ -72,6 +72,7 @@ class Node:
             "removed": changes.removed,
             "removed_data_sources": changes.removed_data_sources,
             "departed_data_sources": changes.departed_data_sources,
+            "departed_subscribers": changes.departed_subscribers,
             "totals": {"subscribers": subscribers, "data_sources": data_sources},
         }
 

@@ -189,7 +189,8 @@ class Liveness:
         reported = [d for _, r in answered for d in (*r.data_sources, *r.departed)]
         deliveries.record_sources(session, reported)
         statuses = [(origin, s) for origin, report in answered for s in report.subscribers]
-        runs = deliveries.known_runs(session, [status for _, status in statuses])
+        departed = [(o, s) for o, report in answered for s in report.departed_subscribers]
+        runs = deliveries.known_runs(session, [status for _, status in (*statuses, *departed)])
         rows: dict[int, dict[str, Any]] = {}
         with self._memory.lock:
             crawlers = self._memory.crawlers
@@ -200,7 +201,25 @@ class Liveness:
                         session, crawler, (origin, status), runs, now
                     )
             self._decay_idle_rates(reports, rows, now)
+            for crawler_id, total in self._take_departed(session, departed, runs).items():
+                rows.setdefault(crawler_id, {})["items_delivered"] = total
         write(session, {c: row for c, row in rows.items() if row})
+
+    def _take_departed(
+        self, session: Session, departed: list[tuple[deliveries.Origin, dict]], runs: dict
+    ) -> dict[int, int]:
+        """Stopped subscribers' final deliveries: crawler id -> its new items_delivered, for
+        those that grew (memory's lock held)."""
+        grown: dict[int, int] = {}
+        for origin, status in departed:
+            crawler_id = status.get("crawler_id")
+            crawler = self._memory.crawlers.get(crawler_id) if isinstance(crawler_id, int) else None
+            if crawler is not None:
+                before = crawler.items_delivered
+                deliveries.record(session, runs, crawler, status, origin)
+                if crawler.items_delivered != before:
+                    grown[crawler.id] = crawler.items_delivered
+        return grown
 
     def _take_status(
         self,

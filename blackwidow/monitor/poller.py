@@ -37,6 +37,7 @@ class NodeReport:
     answered_at: float = 0.0  # when the answer came: the heartbeat, whatever other nodes do
     renewal: str | None = None  # the node's token, echoed by the next poll to renew its leases
     departed: list[dict[str, Any]] = field(default_factory=list)  # stopped sources' final counts
+    departed_subscribers: list[dict[str, Any]] = field(default_factory=list)  # ... subscribers'
 
     def digests(self) -> dict[int, str]:
         return {int(s["crawler_id"]): str(s["digest"]) for s in self.subscribers}
@@ -62,6 +63,7 @@ class NodeReport:
             answered_at=answered_at,
             renewal=renewal if _is_token(renewal) else None,
             departed=list(answer.get("departed_data_sources") or []),
+            departed_subscribers=list(answer.get("departed_subscribers") or []),
         )
 
 

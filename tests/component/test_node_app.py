@@ -352,7 +352,10 @@ def test_a_poll_with_the_last_cursor_answers_only_what_changed(
 ) -> None:
     put(client, spec_body(1, [feed(feeds, "one")]))
     put(client, spec_body(2, [feed(feeds, "two")]))
-    first = poll(client)
+    first = wait_until(  # once both feeds are stored, nothing changes until the test does
+        lambda: (p := poll(client)) and all(s["items_collected"] for s in p["subscribers"]) and p,
+        what="both feeds stored",
+    )
     assert first["full"] and {s["crawler_id"] for s in first["subscribers"]} == {1, 2}
 
     quiet = since(client, first["cursor"])

@@ -397,7 +397,7 @@ def test_a_cursor_of_another_stream_or_of_a_cleared_pool_gets_everything(
     assert after_clear.full and [s["crawler_id"] for s in after_clear.subscribers] == [2]
 
 
-def test_a_stopped_data_source_reports_its_final_deliveries_until_a_poll_applied_them(
+def test_stopped_data_sources_and_subscribers_report_their_final_deliveries_until_applied(
     pool: DataSourcePool, feeds: FeedServer
 ) -> None:
     a, b = feed(feeds, "alpha"), feed(feeds, "beta")
@@ -407,16 +407,24 @@ def test_a_stopped_data_source_reports_its_final_deliveries_until_a_poll_applied
     run = next(d["run"] for d in base.data_sources)
     assert base.departed_data_sources == []
 
+    subscriber_run = base.subscribers[0]["run"]
+    assert base.departed_subscribers == []
+
     pool.delete(1)  # its last subscriber gone, the source stops
     gone = pool.changes(base.stream, base.number)
     assert [(d["run"], d["delivered"]) for d in gone.departed_data_sources] == [(run, {"1": 10})]
+    assert gone.departed_subscribers == [{"crawler_id": 1, "run": subscriber_run, "delivered": 10}]
     again = pool.changes(base.stream, base.number)  # that answer was lost: it comes again
     assert again.departed_data_sources == gone.departed_data_sources
-    assert pool.changes(gone.stream, gone.number).departed_data_sources == []  # applied
-    assert pool.changes("", 0).departed_data_sources == []  # and forgotten
+    assert again.departed_subscribers == gone.departed_subscribers
+    applied = pool.changes(gone.stream, gone.number)
+    assert applied.departed_data_sources == applied.departed_subscribers == []
+    forgotten = pool.changes("", 0)
+    assert forgotten.departed_data_sources == forgotten.departed_subscribers == []
 
     pool.put(spec(2, [b]), now=0.0)
     collecting(pool, 2)
     pool.clear()  # a node detaching: what its sources took still reaches the next poll
     cleared = pool.changes(gone.stream, gone.number)
     assert cleared.full and [d["delivered"] for d in cleared.departed_data_sources] == [{"1": 10}]
+    assert [(d["crawler_id"], d["delivered"]) for d in cleared.departed_subscribers] == [(2, 10)]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import MEASUREMENTS, Cluster
+from tests.integration.conftest import FAULT_TOTALS, MEASUREMENTS, Cluster
 from tests.servers.fake_paid_stream import FakePaidStream
 from tests.servers.fake_x import FakeX
 from tests.support import wait_until
@@ -151,6 +151,8 @@ def test_ten_streaming_crawlers_share_one_connection_and_stop_exactly(cluster, x
     # closed with its last subscriber), one more after the raise; never two at once.
     assert x.connections_accepted == 2 and x.connections_refused == 0
     assert x.max_open_streams == 1
+    wait_until(lambda: not x.rules(NODE_TOKEN), what="no rule left once the budget is spent")
+    FAULT_TOTALS.update({"X rules left": len(x.rules(NODE_TOKEN))})
     MEASUREMENTS.append(
         f"twitter stream, 3 nodes, 10 crawlers of one user: stream connections "
         f"{x.connections_accepted} (refused {x.connections_refused}, most open at once "
