@@ -2,20 +2,18 @@
 
 A node killed while Redis is down would otherwise lose the entries of items it had stored:
 the items stay in the store, but downstream never hears of them. One file per node process
-(`spool_path`), locked while open, so two nodes on one machine never share entries.
+(`spool_path`), locked while open, so two nodes on one machine never share entries
+(blackwidow.node_file).
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-import re
-import sqlite3
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from blackwidow.node_file import NodeFile, NodeFileInUse, node_file_path
 from blackwidow.queue.redis_stream import entry_fields, item_from_entry
 from sources.model import Item
 
@@ -29,11 +27,7 @@ CREATE TABLE IF NOT EXISTS entries (
     stored INTEGER NOT NULL
 )
 """
-_SAFE = re.compile(r"[^A-Za-z0-9.-]+")
-
-
-class SpoolInUse(Exception):
-    """Another live process holds this spool file."""
+SpoolInUse = NodeFileInUse  # another live process holds this spool file
 
 
 @dataclass(frozen=True)
@@ -44,31 +38,17 @@ class Entry:
 
 
 def spool_path(directory: str, host: str, port: int, pid: int) -> Path:
-    """The spool file of a node: named by its address, so a node restarted on the same host
-    and port replays what its predecessor left; by process when the port is picked at random
-    (port 0), since no later process would have that address again."""
-    where = f"{host}-{port}" if port else f"{host}-pid{pid}"
-    return Path(directory) / f"outbox-{_SAFE.sub('_', where)}.db"
+    """The spool file of a node, which a node restarted at its address replays."""
+    return node_file_path(directory, "outbox", host, port, pid)
 
 
 class Spool:
-    """Entries in order of `seq`. Commits survive the process (WAL, synchronous=NORMAL); a
-    power loss may take the last few, as with the hub's SQLite."""
+    """Entries in order of `seq`, as durable as their node file (a power loss may take the
+    last few commits)."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._path = path
-        self._lock_file = open(f"{path}.lock", "a")  # noqa: SIM115 (held while open)
-        try:
-            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._lock_file.close()
-            raise SpoolInUse(f"{path} is in use by another node process") from None
-        self._db = sqlite3.connect(path, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(_SCHEMA)
-        self._guard = threading.Lock()
+        self._file = NodeFile(path, _SCHEMA)
+        self._db, self._guard = self._file.db, self._file.guard
 
     def add(self, items: Sequence[Item], ttl: int | None, stored: bool) -> list[int]:
         """Write entries in one transaction; their seqs, in the items' order."""
@@ -109,12 +89,7 @@ class Spool:
 
     def close(self) -> None:
         """Close the file, and delete it when nothing is left in it."""
-        empty = self.counts()[0] == 0
-        self._db.close()
-        if empty:
-            for suffix in ("", "-wal", "-shm", ".lock"):
-                Path(f"{self._path}{suffix}").unlink(missing_ok=True)
-        self._lock_file.close()
+        self._file.close(empty=self.counts()[0] == 0)
 
     def _select(self, where: str, parameters: tuple[int, ...]) -> list[Entry]:
         with self._guard:
