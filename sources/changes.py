@@ -15,8 +15,9 @@ import itertools
 import threading
 import uuid
 from collections import deque
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 KEPT_REMOVALS = 100_000
 
@@ -68,3 +69,40 @@ class ChangeCounter:
                 return None
             newer = itertools.takewhile(lambda r: r.number > since, reversed(self._removals))
             return [r for r in newer if r.number < now]
+
+
+@dataclass
+class Changes:
+    """A poll's answer from the pool: what changed after its cursor, or everything (`full`)."""
+
+    stream: str  # the change counter's name, and
+    number: int  # its number: the next poll's cursor
+    full: bool
+    subscribers: list[dict[str, Any]]
+    data_sources: list[dict[str, Any]]
+    removed: list[int]
+    removed_data_sources: list[str]
+    departed_data_sources: list[dict[str, Any]] = field(default_factory=list)  # final counts
+    departed_subscribers: list[dict[str, Any]] = field(default_factory=list)  # ... of each
+
+
+def gone_after(
+    removals: Iterable[Removal] | None,
+    owned: Callable[[str], bool],
+    holder: Callable[[int], str | None],
+    sources: Collection[str],
+) -> tuple[list[int], list[str]]:
+    """(crawler ids, source keys) a poll owning these keys hears removed: those not back
+    since. A crawler whose query changed is removed from one key and held under another (its
+    `holder`), which must be one the poll owns for the removal to be void."""
+    gone = [r for r in removals or () if owned(r.source_key)]
+    removed = {
+        r.crawler_id: None
+        for r in gone
+        if r.crawler_id is not None
+        and not ((key := holder(r.crawler_id)) is not None and owned(key))
+    }
+    removed_sources = {
+        r.source_key: None for r in gone if r.crawler_id is None and r.source_key not in sources
+    }
+    return list(removed), list(removed_sources)

@@ -5,7 +5,8 @@ otherwise be lost when it stops (removed, or the node detaching after it lost th
 a provider billed must still reach the user's figure, and what a crawler was handed its own,
 once the hub polls again. Both are counted at the same delivery and kept at the same stop, so
 the two figures agree. Entries are numbered by the pool's change counter, and forgotten once
-a poll's cursor is past them.
+a poll's cursor is past them; the runs forgotten are collected for the pool to tell its
+delivery ledger (sources.ledger), outside its lock.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sources.changes import ChangeCounter
+from sources.ledger import RunCounts
+from sources.shared_source import SharedSource, described, subscriber_counts
+from sources.subscriber import Subscriber
 
 KEPT_DEPARTED = 10_000  # stopped runs of each kind whose final counts wait for a poll
 
@@ -29,14 +33,17 @@ class Departed:
 class DepartedRuns:
     """Not thread-safe: the pool calls it under its lock."""
 
-    def __init__(self) -> None:
+    def __init__(self, forgotten: list[str]) -> None:
         self._by_run: dict[str, Departed] = {}
+        self._forgotten = forgotten  # runs dropped since the pool last looked
 
     def keep(self, key: str, run: str, described: dict[str, Any], counter: ChangeCounter) -> None:
         departed = self._by_run[run] = Departed(key, described)
         counter.mark(departed)
         while len(self._by_run) > KEPT_DEPARTED:
-            del self._by_run[next(iter(self._by_run))]
+            oldest = next(iter(self._by_run))
+            del self._by_run[oldest]
+            self._forgotten.append(oldest)
 
     def renumber(self, counter: ChangeCounter) -> None:
         """The pool started a new change stream: every entry is news to every poller."""
@@ -51,6 +58,7 @@ class DepartedRuns:
             for run, departed in mine:
                 if departed.stamp <= applied:
                     del self._by_run[run]
+                    self._forgotten.append(run)
         return [d.described for _run, d in mine if applied is None or d.stamp > applied]
 
 
@@ -58,17 +66,31 @@ class Departures:
     """The pool's stopped data sources and subscribers, each kind kept apart (pool lock held)."""
 
     def __init__(self) -> None:
-        self._sources = DepartedRuns()
-        self._subscribers = DepartedRuns()
+        self._forgotten: list[str] = []
+        self._sources = DepartedRuns(self._forgotten)
+        self._subscribers = DepartedRuns(self._forgotten)
 
-    def source(self, key: str, run: str, described: dict[str, Any], counter: ChangeCounter) -> None:
-        self._sources.keep(key, run, described, counter)
+    def source(self, key: str, shared: SharedSource, counter: ChangeCounter) -> None:
+        """A data source stopped: keep its final deliveries, if it had any."""
+        if shared.delivered:
+            self._sources.keep(key, shared.run, described(key, shared), counter)
 
-    def subscriber(
-        self, key: str, crawler_id: int, run: str, delivered: int, counter: ChangeCounter
-    ) -> None:
-        final = {"crawler_id": crawler_id, "run": run, "delivered": delivered}
-        self._subscribers.keep(key, run, final, counter)
+    def subscriber(self, key: str, subscriber: Subscriber, counter: ChangeCounter) -> None:
+        """A subscriber stopped: keep its final deliveries, if it had any."""
+        if subscriber.delivered:
+            final = subscriber_counts(key, subscriber).final
+            self._subscribers.keep(key, subscriber.run, final, counter)
+
+    def restore(self, counts: RunCounts, counter: ChangeCounter) -> None:
+        """A run a killed predecessor left in the ledger, reported as stopped."""
+        runs = self._sources if counts.kind == "source" else self._subscribers
+        runs.keep(counts.key, counts.run, counts.final, counter)
+
+    def forgotten(self) -> list[str]:
+        """The runs dropped since the last call, applied or pushed out by the bound."""
+        runs = self._forgotten[:]
+        self._forgotten.clear()
+        return runs
 
     def renumber(self, counter: ChangeCounter) -> None:
         self._sources.renumber(counter)

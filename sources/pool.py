@@ -4,7 +4,9 @@ A data source starts with its first subscriber and stops with its last, so every
 asking for the same thing on a node shares one fetch or one connection. What changed since a
 poll's cursor is told by change numbers (sources.changes), so a poll costs what changed. A
 stopped data source's final deliveries are reported until a poll acknowledges them, so what
-a provider billed is counted even when the hub could not poll in time (a node cut off).
+a provider billed is counted even when the hub could not poll in time (a node cut off); each
+delivered batch's counts go to a delivery ledger (sources.ledger), so that a killed node's
+successor at its address can report them too.
 """
 
 from __future__ import annotations
@@ -12,36 +14,21 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
-from sources.changes import ChangeCounter
+from sources.changes import ChangeCounter, Changes, gone_after
 from sources.departed import Departures
 from sources.keys import source_key
+from sources.ledger import NO_LEDGER, DeliveryLedger, RunCounts
 from sources.model import DataSource, ReportsFeeds, SubscriberSpec
 from sources.renewals import Renewals
 from sources.shared_source import PoolSink, SharedSource, described
-from sources.subscriber import BUFFER_ITEMS, ItemSink, Subscriber
+from sources.subscriber import BUFFER_ITEMS, ItemSink, Subscriber, WaitingSubscribers
 
 log = logging.getLogger(__name__)
 
 OpenSource = Callable[[str, SubscriberSpec], DataSource]
 KeyFilter = Callable[[str], bool] | None  # picks data sources by source key
-
-
-@dataclass
-class Changes:
-    """A poll's answer from the pool: what changed after its cursor, or everything (`full`)."""
-
-    stream: str  # the change counter's name, and
-    number: int  # its number: the next poll's cursor
-    full: bool
-    subscribers: list[dict[str, Any]]
-    data_sources: list[dict[str, Any]]
-    removed: list[int]
-    removed_data_sources: list[str]
-    departed_data_sources: list[dict[str, Any]] = field(default_factory=list)  # final counts
-    departed_subscribers: list[dict[str, Any]] = field(default_factory=list)  # ... of each
 
 
 class DataSourcePool:
@@ -51,8 +38,10 @@ class DataSourcePool:
         sink: ItemSink,
         buffer: int = BUFFER_ITEMS,
         renewals: Renewals | None = None,
+        ledger: DeliveryLedger = NO_LEDGER,
     ) -> None:
         self._open_source = open_source
+        self.ledger = ledger  # each delivered batch's counts, for a successor to report
         # when leases are in force; None: always (a pool no hub polls, as in a bench)
         self.renewals = renewals
         self._sink = sink
@@ -60,8 +49,7 @@ class DataSourcePool:
         self._lock = threading.RLock()
         self._sources: dict[str, SharedSource] = {}
         self._subscribers: dict[int, tuple[str, Subscriber]] = {}
-        self._failing: set[Subscriber] = set()  # those whose held items wait for a retry
-        self._failing_lock = threading.Lock()  # taken inside a subscriber's, never around one
+        self._waiting = WaitingSubscribers()
         self.changes_of = ChangeCounter()
         self._departed = Departures()  # stopped runs' final counts, for the polls
         self.started = 0  # subscribers created so far; an update in place does not count
@@ -88,7 +76,7 @@ class DataSourcePool:
                     self._sink,
                     confirmed_at=now,
                     changes=self.changes_of,
-                    on_failing=self._retry_later,
+                    on_failing=self._waiting.add,
                     buffer=self._buffer,
                     lease_in_force=self._lease_in_force(key),
                 )
@@ -127,7 +115,7 @@ class DataSourcePool:
         self._subscribers[spec.crawler_id] = (key, subscriber)
         shared.source.attach(spec)
         if started:
-            shared.source.start(PoolSink(self, shared))
+            shared.source.start(PoolSink(self, key, shared))
             log.info("data source started key=%s source=%s", key, spec.source)
         return shared, started
 
@@ -143,7 +131,7 @@ class DataSourcePool:
         for crawler_id in shared.crawler_ids:
             if crawler_id != spec.crawler_id:
                 shared.source.attach(self._subscribers[crawler_id][1].spec)
-        shared.source.start(PoolSink(self, shared))
+        shared.source.start(PoolSink(self, key, shared))
         log.info("data source reopened with a replaced credential key=%s", key)
         return [old]
 
@@ -168,9 +156,8 @@ class DataSourcePool:
             return []
         key, subscriber = entry
         subscriber.close()
-        self._depart_subscriber(key, subscriber)
-        with self._failing_lock:
-            self._failing.discard(subscriber)
+        self._departed.subscriber(key, subscriber, self.changes_of)
+        self._waiting.discard(subscriber)
         self.changes_of.removed(key, crawler_id)
         shared = self._sources[key]
         shared.crawler_ids.discard(crawler_id)
@@ -181,20 +168,16 @@ class DataSourcePool:
             return []
         del self._sources[key]
         self.changes_of.removed(key)
-        self._depart(key, shared)
+        self._departed.source(key, shared, self.changes_of)
         log.info("data source stopped key=%s", key)
         return [shared.source]
 
-    def _depart(self, key: str, shared: SharedSource) -> None:
-        """Keep a stopped source's final deliveries for the polls (pool lock held)."""
-        if shared.delivered:
-            self._departed.source(key, shared.run, described(key, shared), self.changes_of)
-
-    def _depart_subscriber(self, key: str, subscriber: Subscriber) -> None:
-        """Keep a stopped subscriber's final deliveries for the polls (pool lock held)."""
-        if subscriber.delivered:
-            crawler_id, run = subscriber.spec.crawler_id, subscriber.run
-            self._departed.subscriber(key, crawler_id, run, subscriber.delivered, self.changes_of)
+    def restore_departed(self, left: Iterable[RunCounts]) -> None:
+        """Report the runs a killed predecessor left in the ledger as stopped ones, until a
+        poll applies them (the hub adds only what it had not heard of each run)."""
+        with self._lock:
+            for counts in left:
+                self._departed.restore(counts, self.changes_of)
 
     @staticmethod
     def _stop_all(sources: Iterable[DataSource]) -> None:
@@ -222,32 +205,21 @@ class DataSourcePool:
             self._departed.renumber(self.changes_of)
             for key, subscriber in self._subscribers.values():
                 subscriber.close()
-                self._depart_subscriber(key, subscriber)
+                self._departed.subscriber(key, subscriber, self.changes_of)
             self._subscribers.clear()
             for key, shared in self._sources.items():
-                self._depart(key, shared)
+                self._departed.source(key, shared, self.changes_of)
             self._sources.clear()
-            with self._failing_lock:
-                self._failing.clear()
+            self._waiting.clear()
         if self.renewals is not None:
             self.renewals.clear()
         self._stop_all(to_stop)
-
-    def _retry_later(self, subscriber: Subscriber) -> None:
-        with self._failing_lock:
-            self._failing.add(subscriber)
 
     def retry_writes(self) -> None:
         """Give every subscriber whose store write failed, or whose lease waits for a renewal,
         its due retry. The node calls this five times a second; it costs the waiting
         subscribers, not all of them."""
-        with self._failing_lock:
-            subscribers = list(self._failing)
-        for subscriber in subscribers:
-            subscriber.retry()
-            with self._failing_lock:
-                if not subscriber.waiting:  # it marks itself waiting before it asks back in
-                    self._failing.discard(subscriber)
+        self._waiting.retry()
 
     def detail(self, crawler_id: int) -> dict[str, Any] | None:
         """One subscriber's status, with its feeds' health when its data source has feeds."""
@@ -288,19 +260,12 @@ class DataSourcePool:
                 for key, shared in self._sources.items()
                 if shared.stamp > after and owned(key)
             ]
-            gone = [r for r in removals or () if owned(r.source_key)]
-            removed = {
-                r.crawler_id: None
-                for r in gone
-                if r.crawler_id is not None and not self._holds(r.crawler_id, owned)
-            }
-            removed_sources = {
-                r.source_key: None
-                for r in gone
-                if r.crawler_id is None and r.source_key not in self._sources
-            }
+            removed, removed_sources = gone_after(removals, owned, self._holder, self._sources)
             applied = since if removals is not None else None
             departed, departed_subscribers = self._departed.after(applied, owned)
+            forgotten = self._departed.forgotten()
+        if forgotten:
+            self.ledger.forget(forgotten)
         statuses = [s.status() for s in subscribers]
         full = removals is None
         return Changes(
@@ -309,17 +274,15 @@ class DataSourcePool:
             full,
             statuses,
             sources,
-            list(removed),
-            list(removed_sources),
+            removed,
+            removed_sources,
             departed,
             departed_subscribers,
         )
 
-    def _holds(self, crawler_id: int, owned: Callable[[str], bool]) -> bool:
-        """Whether a subscriber of this id is here under a source key `owned` passes (a
-        crawler whose query changed is removed from one key and added under another)."""
+    def _holder(self, crawler_id: int) -> str | None:
         entry = self._subscribers.get(crawler_id)
-        return entry is not None and owned(entry[0])
+        return entry and entry[0]
 
     def counts(self, keys: KeyFilter = None) -> tuple[int, int]:
         """(subscribers, data sources) whose source key passes `keys`."""

@@ -1,8 +1,8 @@
 """A data source as the pool shares it among subscribers, and the sink it delivers through.
 
 The pool (sources.pool) keeps one SharedSource per source key; the data source gets a
-PoolSink, which fans its items and errors out to the subscribers and keeps the counts a
-provider bills by.
+PoolSink, which fans its items and errors out to the subscribers, keeps the counts a
+provider bills by, and writes each delivered batch's counts to the pool's delivery ledger.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sources.changes import ChangeCounter
+from sources.ledger import DeliveryLedger, RunCounts
 from sources.model import DataSource, Item
 from sources.subscriber import Subscriber
 
@@ -22,6 +23,7 @@ class Fanout(Protocol):
     """What a PoolSink needs of its pool."""
 
     changes_of: ChangeCounter
+    ledger: DeliveryLedger
 
     def members(self, shared: SharedSource, to: Collection[int] | None) -> list[Subscriber]: ...
 
@@ -50,8 +52,9 @@ class SharedSource:
 class PoolSink:
     """A data source's sink: fans its items and errors out to its subscribers."""
 
-    def __init__(self, pool: Fanout, shared: SharedSource) -> None:
+    def __init__(self, pool: Fanout, key: str, shared: SharedSource) -> None:
         self._pool = pool
+        self._key = key
         self._shared = shared
 
     def deliver(self, items: Sequence[Item], to: Collection[int] | None = None) -> None:
@@ -61,6 +64,10 @@ class PoolSink:
         self._pool.changes_of.mark(self._shared)
         for subscriber in members:
             subscriber.offer(items)
+        if members:  # the batch's counts, in one write, once every member has counted it
+            counts = [source_counts(self._key, self._shared)]
+            counts += [subscriber_counts(self._key, subscriber) for subscriber in members]
+            self._pool.ledger.record(counts)
 
     def report_error(
         self, message: str | None, to: Collection[int] | None = None, failing: bool = False
@@ -88,3 +95,18 @@ def described(key: str, shared: SharedSource) -> dict[str, Any]:
         "run": shared.run,
         "delivered": {str(user): n for user, n in shared.delivered.items()},
     }
+
+
+def source_counts(key: str, shared: SharedSource) -> RunCounts:
+    """A data source's counts as its departed entry would report them."""
+    return RunCounts("source", key, shared.run, described(key, shared))
+
+
+def subscriber_counts(key: str, subscriber: Subscriber) -> RunCounts:
+    """A subscriber's counts as its departed entry would report them."""
+    final = {
+        "crawler_id": subscriber.spec.crawler_id,
+        "run": subscriber.run,
+        "delivered": subscriber.delivered,
+    }
+    return RunCounts("subscriber", key, subscriber.run, final)

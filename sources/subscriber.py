@@ -263,3 +263,34 @@ class Subscriber:
             "last_error": self.last_error or self._source_error,
             "failing": self._source_failing,
         }
+
+
+class WaitingSubscribers:
+    """The subscribers whose held items wait for a retry (a failed store write, or a lease
+    the hub has not renewed), so that retries cost those, not every subscriber."""
+
+    def __init__(self) -> None:
+        self._subscribers: set[Subscriber] = set()
+        self._lock = threading.Lock()  # taken inside a subscriber's, never around one
+
+    def add(self, subscriber: Subscriber) -> None:
+        with self._lock:
+            self._subscribers.add(subscriber)
+
+    def discard(self, subscriber: Subscriber) -> None:
+        with self._lock:
+            self._subscribers.discard(subscriber)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._subscribers.clear()
+
+    def retry(self) -> None:
+        """Give each its due retry; those no longer waiting leave the set."""
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for subscriber in subscribers:
+            subscriber.retry()
+            with self._lock:
+                if not subscriber.waiting:  # it marks itself waiting before it asks back in
+                    self._subscribers.discard(subscriber)
