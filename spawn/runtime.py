@@ -15,12 +15,14 @@ from blackwidow.settings import Settings
 from blackwidow.store import StoreUnavailable, open_store
 from sources.credentials import CredentialBook
 from sources.fetcher import GuardedFetcher
+from sources.ledger import NO_LEDGER
 from sources.pool import DataSourcePool
 from sources.registry import SourceContext, opener
 from sources.renewals import Renewals
 from sources.scheduler import FetchScheduler
 from spawn import registration, watchdog
 from spawn.app import create_node_app
+from spawn.ledger import SqliteLedger, ledger_path
 from spawn.node import Node
 from spawn.sink import NodeSink
 
@@ -57,9 +59,18 @@ def run_node(
         rate_limit_wait=settings.rate_limit_wait,
         scheduler=scheduler,
     )
+    ledger = _open_ledger(settings, host, port)
     pool = DataSourcePool(
-        opener(context), sink, buffer=settings.node_buffer, renewals=Renewals(time.monotonic)
+        opener(context),
+        sink,
+        buffer=settings.node_buffer,
+        renewals=Renewals(time.monotonic),
+        ledger=ledger or NO_LEDGER,
     )
+    if ledger is not None:
+        left = ledger.left()
+        pool.restore_departed(left)
+        log.info("ledger restored runs=%s", len(left))
 
     def health() -> dict[str, Any]:
         return {**sink.health(), "scheduler": scheduler.stats()}
@@ -96,6 +107,8 @@ def run_node(
         if outbox is not None:
             outbox.stop()  # a last attempt to hand stored items to the queue
         store.close()
+        if ledger is not None:
+            ledger.close()
 
     serving.run(server, url, on_stop=_shutdown)
 
@@ -107,3 +120,11 @@ def _open_outbox(settings: Settings, host: str, port: int) -> Outbox | None:
         return None
     spool = Spool(spool_path(settings.outbox_dir, host, port, os.getpid()))
     return Outbox(queue, spool, capacity=settings.node_buffer)
+
+
+def _open_ledger(settings: Settings, host: str, port: int) -> SqliteLedger | None:
+    """The delivery ledger on this node's address, holding what a killed predecessor's runs
+    delivered; none on a random port (port 0), where no successor would ever read it."""
+    if not port:
+        return None
+    return SqliteLedger(ledger_path(settings.outbox_dir, host, port, os.getpid()))

@@ -1,0 +1,112 @@
+"""The node's delivery ledger on a real SQLite file, and a pool on real RSS sources writing to
+it: a successor at the same address reports the runs its predecessor left until applied."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from blackwidow.demo.feed_server import FeedServer
+from blackwidow.node_file import NodeFileInUse
+from blackwidow.store.sqlite import SqliteStore
+from sources.fetcher import GuardedFetcher
+from sources.ledger import RunCounts
+from sources.pool import DataSourcePool
+from sources.registry import SourceContext
+from spawn.ledger import SqliteLedger, ledger_path
+from tests.component.test_pool import (
+    FEED_INTERVAL,
+    LOOPBACK,
+    OpenedSources,
+    collecting,
+    feed,
+    spec,
+)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    opened = SqliteStore(str(tmp_path / "items.db"))
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def sources() -> OpenedSources:
+    return OpenedSources(SourceContext(GuardedFetcher(LOOPBACK, deadline=5.0), FEED_INTERVAL))
+
+
+def subscriber_counts(run: str, delivered: int) -> RunCounts:
+    return RunCounts("subscriber", "k", run, {"crawler_id": 7, "run": run, "delivered": delivered})
+
+
+def test_the_ledger_keeps_each_run_s_latest_counts_until_forgotten(tmp_path: Path) -> None:
+    path = ledger_path(str(tmp_path), "127.0.0.1", 8001, pid=10)
+    ledger = SqliteLedger(path)
+    source = RunCounts("source", "k", "s1", {"key": "k", "run": "s1", "delivered": {"3": 4}})
+    ledger.record([source, subscriber_counts("r1", 4), subscriber_counts("r2", 1)])
+    ledger.record([subscriber_counts("r1", 9)])  # a later batch overwrites the run's row
+    ledger.forget(["r2", "unknown"])
+    assert sorted(ledger.left(), key=lambda c: c.run) == [subscriber_counts("r1", 9), source]
+
+    del ledger  # killed: never closed
+    gc.collect()
+    again = SqliteLedger(path)
+    assert {c.run for c in again.left()} == {"r1", "s1"}
+    again.forget(["r1", "s1"])
+    again.close()
+    assert not path.exists()  # an empty ledger leaves nothing behind
+
+
+def test_one_ledger_file_per_node_address_and_one_process_per_file(tmp_path: Path) -> None:
+    first = ledger_path(str(tmp_path), "127.0.0.1", 8001, pid=10)
+    assert first == ledger_path(str(tmp_path), "127.0.0.1", 8001, pid=11)  # a restart finds it
+    assert first != ledger_path(str(tmp_path), "127.0.0.1", 8002, pid=10)
+    assert first.name == "ledger-127.0.0.1-8001.db"
+
+    held = SqliteLedger(first)
+    with pytest.raises(NodeFileInUse):
+        SqliteLedger(first)
+    held.record([subscriber_counts("r1", 1)])
+    held.close()
+    assert first.exists()  # a run left to report
+    SqliteLedger(first).close()
+
+
+def test_a_successor_reports_the_runs_its_predecessor_left_until_a_poll_applies_them(
+    sources: OpenedSources, store: SqliteStore, feeds: FeedServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "ledger.db"
+    predecessor = SqliteLedger(path)
+    pool = DataSourcePool(sources, store, ledger=predecessor)
+    pool.put(spec(1, [feed(feeds, "alpha")]), now=0.0)
+    collecting(pool, 1)
+    heard = pool.changes("", 0)
+    source_run, subscriber_run = heard.data_sources[0]["run"], heard.subscribers[0]["run"]
+    assert {c.run: c.kind for c in predecessor.left()} == {
+        source_run: "source",
+        subscriber_run: "subscriber",
+    }
+    pool.clear()  # its sources stop; the process dies before any poll applied them
+    predecessor.close()
+
+    ledger = SqliteLedger(path)
+    successor = DataSourcePool(sources, store, ledger=ledger)
+    successor.restore_departed(ledger.left())
+    first = successor.changes("", 0)  # a poll of the predecessor's stream: everything
+    assert [(d["run"], d["delivered"]) for d in first.departed_data_sources] == [
+        (source_run, {"1": 10})
+    ]
+    assert first.departed_subscribers == [{"crawler_id": 1, "run": subscriber_run, "delivered": 10}]
+    lost = successor.changes("", 0)  # that answer was lost: it comes again
+    assert lost.departed_subscribers == first.departed_subscribers
+    assert len(ledger.left()) == 2
+
+    applied = successor.changes(first.stream, first.number)
+    assert applied.departed_data_sources == applied.departed_subscribers == []
+    assert ledger.left() == []  # applied: nothing for a later successor to replay
+    ledger.close()
+    assert not path.exists()
