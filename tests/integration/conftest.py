@@ -43,6 +43,7 @@ class Cluster:
             "BLACKWIDOW_ADMIN_TOKEN": self.admin_token,
             "BLACKWIDOW_CLUSTER_SECRET": secrets.token_urlsafe(16),
             "BLACKWIDOW_FETCH_ALLOW": "127.0.0.1",
+            "BLACKWIDOW_OUTBOX_DIR": str(workdir / "node-files"),  # spools and ledgers
             **FAST_TIMERS,
             **env,
         }
