@@ -159,6 +159,22 @@ class SourceRun(Base):
     )
     source: Mapped[str] = mapped_column(String(40))
     delivered: Mapped[int] = mapped_column(default=0, server_default="0")
+    # the node and generation that reported the run; pruned once it can report no more
+    node_id: Mapped[int | None] = mapped_column(Integer)
+    generation: Mapped[int | None] = mapped_column(Integer)
+
+
+class BilledTotal(Base):
+    """A user's billed items per source type: each data-source run's growth added once, so
+    the runs themselves can go once they can report no more (blackwidow.monitor.pruning)."""
+
+    __tablename__ = "billed_totals"
+
+    user_id: Mapped[int] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    source: Mapped[str] = mapped_column(String(40), primary_key=True)
+    delivered: Mapped[int] = mapped_column(default=0, server_default="0")
 
 
 class SubscriberRun(Base):

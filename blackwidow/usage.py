@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from blackwidow.models import Crawler, SourceRun, User
+from blackwidow.models import BilledTotal, Crawler, User
 
 
 def summary(user: User, owned: Sequence[Crawler], billed: Mapping[str, int]) -> dict[str, Any]:
@@ -41,8 +41,6 @@ def summary(user: User, owned: Sequence[Crawler], billed: Mapping[str, int]) -> 
 def billed(session: Session, user_id: int) -> dict[str, int]:
     """Items providers delivered for a user, by source type (see monitor.deliveries)."""
     rows = session.execute(
-        select(SourceRun.source, func.sum(SourceRun.delivered))
-        .where(SourceRun.user_id == user_id)
-        .group_by(SourceRun.source)
+        select(BilledTotal.source, BilledTotal.delivered).where(BilledTotal.user_id == user_id)
     )
     return {source: int(total) for source, total in rows}

@@ -7,7 +7,8 @@ keeps the highest count heard per run and adds only the growth to the crawler's
 during a move (two runs) never count an item twice.
 
 Data sources report the same way per user (`run`, `delivered: {user id: n}`): an item that
-reached three of a user's crawlers over one connection is billed, and counted, once.
+reached three of a user's crawlers over one connection is billed, and counted, once, in the
+user's billed total per source type.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from blackwidow.models import MAX_INTEGER, Crawler, SourceRun, SubscriberRun, User
+from blackwidow.models import MAX_INTEGER, BilledTotal, Crawler, SourceRun, SubscriberRun, User
 
 log = logging.getLogger(__name__)
 
@@ -90,13 +91,13 @@ def _count(value: Any) -> int | None:
     return value
 
 
-def record_sources(session: Session, data_sources: Iterable[dict[str, Any]]) -> None:
-    """Keep the highest count each data-source run reported for each user.
-
-    These rows are the user's billed figure (usage.billed sums them), so they are kept.
-    """
-    reports: dict[tuple[str, int], tuple[str, int]] = {}  # (run, user) -> (source, delivered)
-    for entry in data_sources:
+def record_sources(
+    session: Session, data_sources: Iterable[tuple[Origin | None, dict[str, Any]]]
+) -> None:
+    """Keep the highest count each data-source run reported for each user, marked with the
+    origin that first reported it, and add its growth to the user's billed total."""
+    reports: dict[tuple[str, int], tuple[str, int, Origin | None]] = {}
+    for origin, entry in data_sources:
         run, source, by_user = entry.get("run"), entry.get("source"), entry.get("delivered")
         if not isinstance(run, str) or not 0 < len(run) <= RUN_LENGTH:
             continue
@@ -104,7 +105,7 @@ def record_sources(session: Session, data_sources: Iterable[dict[str, Any]]) -> 
             continue
         for user, delivered in by_user.items():
             if str(user).isdigit() and (count := _count(delivered)) is not None:
-                reports[(run, int(user))] = (source[:40], count)
+                reports[(run, int(user))] = (source[:40], count, origin)
     if not reports:
         return
     runs = {run for run, _user in reports}
@@ -113,9 +114,33 @@ def record_sources(session: Session, data_sources: Iterable[dict[str, Any]]) -> 
         (row.run, row.user_id): row
         for row in session.scalars(select(SourceRun).where(SourceRun.run.in_(runs)))
     }
-    for (run, user_id), (source, delivered) in reports.items():
+    growth: dict[tuple[int, str], int] = {}
+    for (run, user_id), (source, delivered, origin) in reports.items():
         row = known.get((run, user_id))
         if row is None and user_id in users:
-            session.add(SourceRun(run=run, user_id=user_id, source=source, delivered=delivered))
-        elif row is not None and delivered > row.delivered:
+            row = SourceRun(run=run, user_id=user_id, source=source, delivered=0)
+            if origin is not None:
+                row.node_id, row.generation = origin
+            session.add(row)
+        if row is not None and delivered > row.delivered:
+            key = (user_id, row.source)
+            growth[key] = growth.get(key, 0) + delivered - row.delivered
             row.delivered = delivered
+    _bill(session, growth)
+
+
+def _bill(session: Session, growth: dict[tuple[int, str], int]) -> None:
+    """Add (user, source) -> items to the users' billed totals."""
+    if not growth:
+        return
+    users = {user_id for user_id, _source in growth}
+    totals = {
+        (row.user_id, row.source): row
+        for row in session.scalars(select(BilledTotal).where(BilledTotal.user_id.in_(users)))
+    }
+    for (user_id, source), items in growth.items():
+        row = totals.get((user_id, source))
+        if row is None:
+            session.add(BilledTotal(user_id=user_id, source=source, delivered=items))
+        else:
+            row.delivered = min(MAX_INTEGER, row.delivered + items)

@@ -186,7 +186,7 @@ class Liveness:
             for node_id, report in reports.items()
             if report is not None
         ]
-        reported = [d for _, r in answered for d in (*r.data_sources, *r.departed)]
+        reported = [(o, d) for o, r in answered for d in (*r.data_sources, *r.departed)]
         deliveries.record_sources(session, reported)
         statuses = [(origin, s) for origin, report in answered for s in report.subscribers]
         departed = [(o, s) for o, report in answered for s in report.departed_subscribers]

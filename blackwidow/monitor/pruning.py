@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import and_, delete, exists, or_, select
+from sqlalchemy import Table, and_, delete, exists, or_, select
 from sqlalchemy.orm import Session
 
-from blackwidow.models import Node, SubscriberRun
+from blackwidow.models import Node, SourceRun, SubscriberRun
 
 PRUNE_INTERVAL = 60.0  # seconds between housekeeping passes
 
@@ -35,16 +35,21 @@ def forget_dead_nodes(session: Session, silent_since: datetime) -> int:
 
 
 def forget_finished_runs(session: Session) -> int:
-    """Delete the subscriber runs no node can report again; how many went.
+    """Delete the subscriber and data-source runs no node can report again; how many went.
 
     A run's row only keeps the highest count heard, so that growth is added once to the
-    crawler's `items_delivered`, which holds the total; only runs that can still grow must
-    stay. A run reports only while its node keeps the generation it reported in: a node
-    declared dead or registering again has dropped every subscriber. One generation of
-    margin covers a poll answered just before a bump and recorded just after; a deleted node
-    reports nothing. Runs of unknown origin (recorded before origins were) stay.
+    total it feeds (a crawler's `items_delivered`, a user's billed total); only runs that can
+    still grow must stay. A run reports only while its node keeps the generation it reported
+    in: a node declared dead or registering again has dropped every subscriber and data
+    source. One generation of margin covers a poll answered just before a bump and recorded
+    just after; a deleted node reports nothing. Runs of unknown origin (recorded before
+    origins were) stay.
     """
-    runs, nodes = SubscriberRun.__table__, Node.__table__
+    return sum(_forget_finished(session, model.__table__) for model in (SubscriberRun, SourceRun))
+
+
+def _forget_finished(session: Session, runs: Table) -> int:
+    nodes = Node.__table__
     can_report = exists(
         select(nodes.c.id).where(
             nodes.c.id == runs.c.node_id, nodes.c.generation < runs.c.generation + 2

@@ -135,7 +135,7 @@ def billed(sessions: sessionmaker[Session], user_id: int) -> dict[str, int]:
 
 def record_sources(sessions: sessionmaker[Session], reports: list[dict[str, Any]]) -> None:
     with sessions.begin() as session:
-        deliveries.record_sources(session, reports)
+        deliveries.record_sources(session, [(None, report) for report in reports])
 
 
 def test_a_shared_source_bills_each_user_once_per_item(sessions, two_crawlers) -> None:

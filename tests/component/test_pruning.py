@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from blackwidow import db
-from blackwidow.models import Crawler, Node, SubscriberRun, User, utcnow
+from blackwidow import db, usage
+from blackwidow.models import Crawler, Node, SourceRun, SubscriberRun, User, utcnow
 from blackwidow.monitor import deliveries, pruning
 
 DAY = timedelta(days=1)
@@ -89,3 +89,33 @@ def test_runs_go_once_their_node_can_no_longer_report_them_and_totals_stay(sessi
         assert pruning.forget_finished_runs(session) == 1
     with sessions() as session:
         assert set(session.scalars(select(SubscriberRun.run))) == {"current", "unknown"}
+
+
+def test_source_runs_go_like_subscriber_runs_and_the_billed_totals_stay(sessions):
+    with sessions.begin() as session:
+        user = User(name="ana", token_hash="0" * 64)
+        node = Node(url="http://node:1", generation=5)
+        session.add_all([user, node])
+        session.flush()
+        heard = {
+            "current": deliveries.Origin(node.id, 5),
+            "two-back": deliveries.Origin(node.id, 3),
+            "unknown": None,
+        }
+        reports = [
+            (origin, {"run": run, "source": "datasift", "delivered": {str(user.id): 10}})
+            for run, origin in heard.items()
+        ]
+        deliveries.record_sources(session, reports)
+        user_id = user.id
+
+    with sessions.begin() as session:
+        assert pruning.forget_finished_runs(session) == 1
+
+    with sessions() as session:
+        assert set(session.scalars(select(SourceRun.run))) == {"current", "unknown"}
+        assert usage.billed(session, user_id) == {"datasift": 30}
+    with sessions.begin() as session:  # a kept run heard again bills nothing more
+        deliveries.record_sources(session, reports[:1])
+    with sessions() as session:
+        assert usage.billed(session, user_id) == {"datasift": 30}

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from blackwidow.models import Crawler, SourceRun
+from blackwidow.models import Crawler
+from blackwidow.monitor import deliveries
 from tests.component.conftest import ADMIN, bearer
 
 
@@ -67,9 +68,15 @@ def test_usage_adds_up_stored_and_delivered_items(client: FlaskClient, make_user
             crawler = session.get(Crawler, crawler_id)
             crawler.items_collected, crawler.items_delivered = stored, delivered
         # billed per data source: the two rss crawlers shared a source that delivered 25
-        session.add(SourceRun(run="r" * 32, user_id=ana["id"], source="rss", delivered=25))
-        session.add(SourceRun(run="t" * 32, user_id=ana["id"], source="twitter", delivered=90))
-        session.add(SourceRun(run="b" * 32, user_id=bob["id"], source="rss", delivered=7))
+        reports = [
+            ("r" * 32, "rss", {str(ana["id"]): 25}),
+            ("t" * 32, "twitter", {str(ana["id"]): 90}),
+            ("b" * 32, "rss", {str(bob["id"]): 7}),
+        ]
+        deliveries.record_sources(
+            session,
+            [(None, {"run": run, "source": s, "delivered": n}) for run, s, n in reports],
+        )
 
     usage = client.get(f"/api/v1/users/{ana['id']}/usage", headers=bearer(ana["token"])).json
     assert {k: v for k, v in usage.items() if k != "crawlers"} == {
