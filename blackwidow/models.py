@@ -162,6 +162,7 @@ class SourceRun(Base):
     # the node and generation that reported the run; pruned once it can report no more
     node_id: Mapped[int | None] = mapped_column(Integer)
     generation: Mapped[int | None] = mapped_column(Integer)
+    heard_at: Mapped[datetime | None] = mapped_column(UtcDateTime)  # when its count last grew
 
 
 class BilledTotal(Base):
@@ -194,6 +195,7 @@ class SubscriberRun(Base):
     # the node and generation that reported the run; pruned once it can report no more
     node_id: Mapped[int | None] = mapped_column(Integer)
     generation: Mapped[int | None] = mapped_column(Integer)
+    heard_at: Mapped[datetime | None] = mapped_column(UtcDateTime)  # when its count last grew
 
 
 class CrawlerChange(Base):

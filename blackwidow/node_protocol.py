@@ -16,6 +16,10 @@ SINCE_HEADER = "X-Blackwidow-Since"  # on a poll: the cursor of the last answer 
 SHARD_HEADER = "X-Blackwidow-Shard"  # on every call: "s/k", the monitor shard calling
 EPOCH_HEADER = "X-Blackwidow-Epoch"  # on every call: the calling leader's lock epoch
 RENEWAL_HEADER = "X-Blackwidow-Renewal"  # on a poll: renews the node's leases (see Renewal)
+# A node restarted at its address replays the runs its delivery ledger recorded within this
+# many seconds; the hub keeps a run's row twice as long after its count last grew, so a
+# replayed run always finds its row and adds only what the hub had not heard.
+REPLAY_WINDOW = 6 * 3600.0
 
 
 class ProtocolError(ValueError):

@@ -35,8 +35,9 @@ class DeliveryLedger(Protocol):
     def forget(self, runs: Sequence[str]) -> None:
         """The hub applied these stopped runs' final counts: nothing to replay."""
 
-    def left(self) -> list[RunCounts]:
-        """Every run kept, as a predecessor left them."""
+    def left(self, since: float) -> list[RunCounts]:
+        """Every run kept that was recorded at or after `since` (wall-clock seconds), as a
+        predecessor left them; older ones are dropped, as the hub may have let them go."""
 
 
 class NoLedger:
@@ -48,7 +49,7 @@ class NoLedger:
     def forget(self, runs: Sequence[str]) -> None:
         return None
 
-    def left(self) -> list[RunCounts]:
+    def left(self, since: float) -> list[RunCounts]:
         return []
 
 

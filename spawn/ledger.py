@@ -10,7 +10,8 @@ run's final counts.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from blackwidow.node_file import NodeFile, node_file_path
@@ -21,7 +22,8 @@ CREATE TABLE IF NOT EXISTS runs (
     run TEXT PRIMARY KEY,
     kind TEXT NOT NULL,
     key TEXT NOT NULL,
-    final TEXT NOT NULL
+    final TEXT NOT NULL,
+    recorded_at REAL NOT NULL
 ) WITHOUT ROWID
 """
 
@@ -35,21 +37,24 @@ class SqliteLedger:
     """A sources.ledger.DeliveryLedger that outlives the process, not the machine: a power
     loss may take the last commits (synchronous=NORMAL)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
         self._file = NodeFile(path, _SCHEMA)
+        self._clock = clock  # wall clock: a successor process reads the times
 
     def record(self, counts: Sequence[RunCounts]) -> None:
-        rows = [(c.run, c.kind, c.key, json.dumps(c.final)) for c in counts]
+        now = self._clock()
+        rows = [(c.run, c.kind, c.key, json.dumps(c.final), now) for c in counts]
         with self._file.guard, self._file.db as db:
-            db.executemany("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?)", rows)
+            db.executemany("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)", rows)
 
     def forget(self, runs: Sequence[str]) -> None:
         with self._file.guard, self._file.db as db:
             db.executemany("DELETE FROM runs WHERE run = ?", [(run,) for run in runs])
 
-    def left(self) -> list[RunCounts]:
-        with self._file.guard:
-            rows = self._file.db.execute("SELECT kind, key, run, final FROM runs").fetchall()
+    def left(self, since: float) -> list[RunCounts]:
+        with self._file.guard, self._file.db as db:
+            db.execute("DELETE FROM runs WHERE recorded_at < ?", (since,))
+            rows = db.execute("SELECT kind, key, run, final FROM runs").fetchall()
         return [RunCounts(kind, key, run, json.loads(final)) for kind, key, run, final in rows]
 
     def close(self) -> None:

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from blackwidow import serving
+from blackwidow.node_protocol import REPLAY_WINDOW
 from blackwidow.queue import Outbox, open_queue
 from blackwidow.queue.spool import Spool, spool_path
 from blackwidow.settings import Settings
@@ -68,7 +69,7 @@ def run_node(
         ledger=ledger or NO_LEDGER,
     )
     if ledger is not None:
-        left = ledger.left()
+        left = ledger.left(since=time.time() - REPLAY_WINDOW)
         pool.restore_departed(left)
         log.info("ledger restored runs=%s", len(left))
 

@@ -20,7 +20,15 @@ from typing import Any, NamedTuple
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from blackwidow.models import MAX_INTEGER, BilledTotal, Crawler, SourceRun, SubscriberRun, User
+from blackwidow.models import (
+    MAX_INTEGER,
+    BilledTotal,
+    Crawler,
+    SourceRun,
+    SubscriberRun,
+    User,
+    utcnow,
+)
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +89,7 @@ def record(
         return
     growth = delivered - row.delivered
     if growth > 0:
-        row.delivered = delivered
+        row.delivered, row.heard_at = delivered, utcnow()
         crawler.items_delivered = min(MAX_INTEGER, crawler.items_delivered + growth)
 
 
@@ -125,7 +133,7 @@ def record_sources(
         if row is not None and delivered > row.delivered:
             key = (user_id, row.source)
             growth[key] = growth.get(key, 0) + delivered - row.delivered
-            row.delivered = delivered
+            row.delivered, row.heard_at = delivered, utcnow()
     _bill(session, growth)
 
 

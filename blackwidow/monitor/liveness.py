@@ -22,6 +22,7 @@ from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient, NodeTarget
 from blackwidow.monitor.poller import NodeReport, poll_all
 from blackwidow.monitor.tracked import Tracked, write
+from blackwidow.node_protocol import REPLAY_WINDOW
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,9 @@ class Liveness:
         silent_since = utcnow() - timedelta(seconds=self._dead_node_retention)
         with self._sessions.begin() as session:
             deleted = pruning.forget_dead_nodes(session, silent_since)
-            runs = pruning.forget_finished_runs(session)
+            runs = pruning.forget_finished_runs(
+                session, utcnow() - timedelta(seconds=2 * REPLAY_WINDOW)
+            )
         if deleted or runs:
             log.info("pruned dead_nodes=%s runs=%s", deleted, runs)
 

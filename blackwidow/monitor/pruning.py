@@ -34,8 +34,9 @@ def forget_dead_nodes(session: Session, silent_since: datetime) -> int:
     return result.rowcount
 
 
-def forget_finished_runs(session: Session) -> int:
-    """Delete the subscriber and data-source runs no node can report again; how many went.
+def forget_finished_runs(session: Session, grown_before: datetime) -> int:
+    """Delete the subscriber and data-source runs no node can report again, and whose count
+    last grew before `grown_before`; how many went.
 
     A run's row only keeps the highest count heard, so that growth is added once to the
     total it feeds (a crawler's `items_delivered`, a user's billed total); only runs that can
@@ -43,17 +44,20 @@ def forget_finished_runs(session: Session) -> int:
     in: a node declared dead or registering again has dropped every subscriber and data
     source. One generation of margin covers a poll answered just before a bump and recorded
     just after; a deleted node reports nothing. Runs of unknown origin (recorded before
-    origins were) stay.
+    origins were) stay. A node restarted at its address replays its ledger's recent runs
+    (node_protocol.REPLAY_WINDOW), whatever its generation: their rows wait out twice that.
     """
-    return sum(_forget_finished(session, model.__table__) for model in (SubscriberRun, SourceRun))
+    tables = (SubscriberRun.__table__, SourceRun.__table__)
+    return sum(_forget_finished(session, runs, grown_before) for runs in tables)
 
 
-def _forget_finished(session: Session, runs: Table) -> int:
+def _forget_finished(session: Session, runs: Table, grown_before: datetime) -> int:
     nodes = Node.__table__
     can_report = exists(
         select(nodes.c.id).where(
             nodes.c.id == runs.c.node_id, nodes.c.generation < runs.c.generation + 2
         )
     )
-    result = session.execute(delete(runs).where(runs.c.node_id.is_not(None), ~can_report))
+    quiet = or_(runs.c.heard_at.is_(None), runs.c.heard_at < grown_before)
+    result = session.execute(delete(runs).where(runs.c.node_id.is_not(None), ~can_report, quiet))
     return result.rowcount

@@ -1,6 +1,7 @@
-"""Users' billed totals per source type, and the node and generation that reported each
-data-source run, so runs that can report no more are pruned (blackwidow.monitor.pruning) as
-subscriber runs are. The totals start from the runs recorded so far.
+"""Users' billed totals per source type, the node and generation that reported each
+data-source run, and when each run's count last grew, so runs that can report no more are
+pruned (blackwidow.monitor.pruning), subscriber runs as data-source runs, once a restarted
+node can no longer replay them. The totals start from the runs recorded so far.
 
 Revision ID: 0008
 Revises: 0007
@@ -19,6 +20,9 @@ def upgrade() -> None:
     with op.batch_alter_table("source_runs") as batch:
         batch.add_column(sa.Column("node_id", sa.Integer(), nullable=True))
         batch.add_column(sa.Column("generation", sa.Integer(), nullable=True))
+    for table in ("source_runs", "subscriber_runs"):
+        with op.batch_alter_table(table) as batch:
+            batch.add_column(sa.Column("heard_at", sa.DateTime(), nullable=True))
     op.create_table(
         "billed_totals",
         sa.Column(
@@ -36,6 +40,9 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("billed_totals")
+    for table in ("subscriber_runs", "source_runs"):
+        with op.batch_alter_table(table) as batch:
+            batch.drop_column("heard_at")
     with op.batch_alter_table("source_runs") as batch:
         batch.drop_column("generation")
         batch.drop_column("node_id")

@@ -25,6 +25,7 @@ from tests.component.test_pool import (
     feed,
     spec,
 )
+from tests.support import FakeClock
 
 
 @pytest.fixture
@@ -43,6 +44,18 @@ def subscriber_counts(run: str, delivered: int) -> RunCounts:
     return RunCounts("subscriber", "k", run, {"crawler_id": 7, "run": run, "delivered": delivered})
 
 
+def test_runs_recorded_before_the_replay_window_are_dropped_not_replayed(tmp_path: Path) -> None:
+    """The hub may have pruned an old run's row: replaying it would count it twice."""
+    clock = FakeClock(1_000.0)
+    ledger = SqliteLedger(ledger_path(str(tmp_path), "127.0.0.1", 8002, pid=11), clock=clock)
+    ledger.record([subscriber_counts("old", 3)])
+    clock.now += 100.0
+    ledger.record([subscriber_counts("recent", 5)])
+    assert [c.run for c in ledger.left(since=1_050.0)] == ["recent"]
+    assert [c.run for c in ledger.left(since=0.0)] == ["recent"]  # the old one is gone
+    ledger.close()
+
+
 def test_the_ledger_keeps_each_run_s_latest_counts_until_forgotten(tmp_path: Path) -> None:
     path = ledger_path(str(tmp_path), "127.0.0.1", 8001, pid=10)
     ledger = SqliteLedger(path)
@@ -50,12 +63,15 @@ def test_the_ledger_keeps_each_run_s_latest_counts_until_forgotten(tmp_path: Pat
     ledger.record([source, subscriber_counts("r1", 4), subscriber_counts("r2", 1)])
     ledger.record([subscriber_counts("r1", 9)])  # a later batch overwrites the run's row
     ledger.forget(["r2", "unknown"])
-    assert sorted(ledger.left(), key=lambda c: c.run) == [subscriber_counts("r1", 9), source]
+    assert sorted(ledger.left(since=0.0), key=lambda c: c.run) == [
+        subscriber_counts("r1", 9),
+        source,
+    ]
 
     del ledger  # killed: never closed
     gc.collect()
     again = SqliteLedger(path)
-    assert {c.run for c in again.left()} == {"r1", "s1"}
+    assert {c.run for c in again.left(since=0.0)} == {"r1", "s1"}
     again.forget(["r1", "s1"])
     again.close()
     assert not path.exists()  # an empty ledger leaves nothing behind
@@ -86,7 +102,7 @@ def test_a_successor_reports_the_runs_its_predecessor_left_until_a_poll_applies_
     collecting(pool, 1)
     heard = pool.changes("", 0)
     source_run, subscriber_run = heard.data_sources[0]["run"], heard.subscribers[0]["run"]
-    assert {c.run: c.kind for c in predecessor.left()} == {
+    assert {c.run: c.kind for c in predecessor.left(since=0.0)} == {
         source_run: "source",
         subscriber_run: "subscriber",
     }
@@ -95,7 +111,7 @@ def test_a_successor_reports_the_runs_its_predecessor_left_until_a_poll_applies_
 
     ledger = SqliteLedger(path)
     successor = DataSourcePool(sources, store, ledger=ledger)
-    successor.restore_departed(ledger.left())
+    successor.restore_departed(ledger.left(since=0.0))
     first = successor.changes("", 0)  # a poll of the predecessor's stream: everything
     assert [(d["run"], d["delivered"]) for d in first.departed_data_sources] == [
         (source_run, {"1": 10})
@@ -103,10 +119,10 @@ def test_a_successor_reports_the_runs_its_predecessor_left_until_a_poll_applies_
     assert first.departed_subscribers == [{"crawler_id": 1, "run": subscriber_run, "delivered": 10}]
     lost = successor.changes("", 0)  # that answer was lost: it comes again
     assert lost.departed_subscribers == first.departed_subscribers
-    assert len(ledger.left()) == 2
+    assert len(ledger.left(since=0.0)) == 2
 
     applied = successor.changes(first.stream, first.number)
     assert applied.departed_data_sources == applied.departed_subscribers == []
-    assert ledger.left() == []  # applied: nothing for a later successor to replay
+    assert ledger.left(since=0.0) == []  # applied: nothing for a later successor to replay
     ledger.close()
     assert not path.exists()
