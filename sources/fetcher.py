@@ -8,43 +8,25 @@ hundreds of feeds a second, most of them unchanged).
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import urllib3
 from requests.adapters import HTTPAdapter
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+from sources.fetch_errors import FetchError, HttpStatusError
+from sources.observer import UNOBSERVED, SourceObserver
+from sources.peer_guard import normal_host, peer_checked_adapter, peer_checked_pools, refusal
 
 USER_AGENT = "blackwidow/0.1"
 _SCHEMES = {"http": 80, "https": 443}
 _CHUNK = 64 * 1024
-_CGNAT = ipaddress.ip_network("100.64.0.0/10")
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _TIMEOUTS = (urllib3.exceptions.TimeoutError, TimeoutError)
 _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError)
 KEPT_HOSTS = 100  # hosts whose connections are kept for the next fetch, the latest used
-
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-class FetchError(Exception):
-    """A fetch that was refused or failed; str() is a short reason, fit for a last error."""
-
-
-class HttpStatusError(FetchError):
-    """A server's answer that was not 2xx, 304 or a redirect; its status and headers say how
-    long to stay away (Retry-After on 429 and 503)."""
-
-    def __init__(self, status: int, headers: Mapping[str, str]) -> None:
-        super().__init__(f"HTTP {status}")
-        self.status = status
-        self.headers = headers
 
 
 @dataclass(frozen=True)
@@ -55,104 +37,6 @@ class FetchResult:
     status: int
     headers: Mapping[str, str]
     body: bytes
-
-
-def _embedded_ipv4(address: Address) -> Address:
-    # IPv6 forms that carry an IPv4 destination must be judged by that destination.
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return address.ipv4_mapped
-        if address.sixtofour is not None:
-            return address.sixtofour
-        if address in _NAT64:
-            return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-    return address
-
-
-def _address_kind(address: Address) -> str | None:
-    """Why an address must not be fetched from, or None when it is globally routable."""
-    checks = [
-        ("unspecified", address.is_unspecified),
-        ("loopback", address.is_loopback),
-        ("link-local", address.is_link_local),
-        ("multicast", address.is_multicast),
-        ("shared", address in _CGNAT),
-        ("reserved", address.is_reserved),
-        ("private", address.is_private),
-        ("not global", not address.is_global),
-    ]
-    return next((kind for kind, hit in checks if hit), None)
-
-
-def _refusal(host: str, addresses: Iterable[str], allow_hosts: frozenset[str]) -> str | None:
-    """The reason to refuse connecting to `host` at these addresses, or None to go ahead."""
-    if _normal_host(host) in allow_hosts:
-        return None
-    for text in addresses:
-        kind = _address_kind(_embedded_ipv4(ipaddress.ip_address(text.split("%", 1)[0])))
-        if kind is not None:
-            return f"refused address {text} ({kind}) for host {host}"
-    return None
-
-
-def _normal_host(host: str) -> str:
-    return host.lower().rstrip(".")
-
-
-PeerRefusal = Callable[[str, str], str | None]  # (host, connected address) -> reason or None
-
-
-def peer_checked_pools(refusal: PeerRefusal) -> dict[str, type[HTTPConnectionPool]]:
-    """urllib3 connection pools, by scheme, that check the address each connection really
-    reached, before any byte.
-
-    A pre-flight DNS check alone can be raced by a name that resolves differently a moment
-    later (DNS rebinding); checking the connected peer closes that gap. A refused peer
-    raises FetchError. Also used by the hub for its calls to nodes.
-    """
-
-    def guarded(base: type[HTTPConnection]) -> type[HTTPConnection]:
-        class Guarded(base):
-            # The socket the response is read from (TLS-wrapped for https). http.client drops
-            # its own reference on "Connection: close", and the fetcher still needs it to
-            # shrink the read timeout as the deadline nears.
-            reading_socket: socket.socket | None = None
-
-            def _new_conn(self) -> socket.socket:
-                sock = super()._new_conn()
-                reason = refusal(self.host, sock.getpeername()[0])
-                if reason is not None:
-                    sock.close()
-                    raise FetchError(reason)
-                return sock
-
-            def connect(self) -> None:
-                super().connect()
-                self.reading_socket = self.sock
-
-        return Guarded
-
-    return {
-        "http": type(
-            "GuardedPool", (HTTPConnectionPool,), {"ConnectionCls": guarded(HTTPConnection)}
-        ),
-        "https": type(
-            "GuardedTLSPool", (HTTPSConnectionPool,), {"ConnectionCls": guarded(HTTPSConnection)}
-        ),
-    }
-
-
-def peer_checked_adapter(refusal: PeerRefusal, per_host: int = 10) -> HTTPAdapter:
-    """A requests transport over peer_checked_pools, for the fetcher and provider clients;
-    it keeps up to `per_host` connections to each host for reuse."""
-    pools = peer_checked_pools(refusal)
-
-    class GuardedAdapter(HTTPAdapter):
-        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-            super().init_poolmanager(*args, **kwargs)
-            self.poolmanager.pool_classes_by_scheme = pools
-
-    return GuardedAdapter(pool_maxsize=per_host, max_retries=0)
 
 
 def _short_reason(error: BaseException) -> str:
@@ -181,8 +65,10 @@ class GuardedFetcher:
         max_redirects: int = 5,
         connect_timeout: float = 5.0,
         per_host: int = 10,
+        observer: SourceObserver = UNOBSERVED,
     ) -> None:
-        self._allow_hosts = frozenset(_normal_host(h) for h in allow_hosts)
+        self._observer = observer
+        self._allow_hosts = frozenset(normal_host(h) for h in allow_hosts)
         self._max_bytes = max_bytes
         self._deadline = deadline
         self._max_redirects = max_redirects
@@ -196,10 +82,22 @@ class GuardedFetcher:
         return peer_checked_adapter(self._refusal)
 
     def _refusal(self, host: str, address: str) -> str | None:
-        return _refusal(host, [address], self._allow_hosts)
+        return refusal(host, [address], self._allow_hosts)
 
     def get(self, url: str, headers: Mapping[str, str] | None = None) -> FetchResult:
-        """Fetch `url`; raise FetchError for anything but a complete 2xx or a 304."""
+        """Fetch `url`; raise FetchError for anything but a complete 2xx or a 304. Every
+        fetch, whatever its end, is told to the observer once."""
+        started = time.monotonic()
+        try:
+            result = self._follow(url, headers)
+        except FetchError as error:
+            self._observer.fetched(error.kind, time.monotonic() - started, 0)
+            raise
+        outcome = {200: "200", 304: "304"}.get(result.status, "2xx")
+        self._observer.fetched(outcome, time.monotonic() - started, len(result.body))
+        return result
+
+    def _follow(self, url: str, headers: Mapping[str, str] | None) -> FetchResult:
         deadline_at = time.monotonic() + self._deadline
         for _hop in range(self._max_redirects + 1):
             self._check_target(url)
@@ -212,25 +110,27 @@ class GuardedFetcher:
                 return self._complete(url, response, deadline_at)
             finally:
                 _release(response)
-        raise FetchError(f"too many redirects (more than {self._max_redirects})")
+        raise FetchError(
+            f"too many redirects (more than {self._max_redirects})", "too_many_redirects"
+        )
 
     def _check_target(self, url: str) -> None:
         try:
             parts = urlsplit(url)
             scheme, host, port = parts.scheme.lower(), parts.hostname, parts.port
         except ValueError as error:
-            raise FetchError(f"invalid URL ({error})") from None
+            raise FetchError(f"invalid URL ({error})", "invalid_url") from None
         if scheme not in _SCHEMES:
-            raise FetchError(f"unsupported scheme '{scheme}'")
+            raise FetchError(f"unsupported scheme '{scheme}'", "invalid_url")
         if not host:
-            raise FetchError("no host in URL")
+            raise FetchError("no host in URL", "invalid_url")
         try:
             infos = socket.getaddrinfo(host, port or _SCHEMES[scheme], type=socket.SOCK_STREAM)
         except (OSError, UnicodeError):
-            raise FetchError(f"cannot resolve host {host}") from None
-        reason = _refusal(host, [str(info[4][0]) for info in infos], self._allow_hosts)
+            raise FetchError(f"cannot resolve host {host}", "dns") from None
+        reason = refusal(host, [str(info[4][0]) for info in infos], self._allow_hosts)
         if reason is not None:
-            raise FetchError(reason)
+            raise FetchError(reason, "refused")
 
     def _send(
         self, url: str, headers: Mapping[str, str], deadline_at: float
@@ -249,7 +149,7 @@ class GuardedFetcher:
         except urllib3.exceptions.NewConnectionError as error:  # a ConnectTimeoutError by kin
             raise FetchError(_short_reason(error)) from None
         except _TIMEOUTS:
-            raise FetchError(self._too_slow()) from None
+            raise FetchError(self._too_slow(), "timeout") from None
         except _TRANSPORT_ERRORS as error:
             raise FetchError(_short_reason(error)) from None
 
@@ -283,11 +183,11 @@ class GuardedFetcher:
                     return bytes(body)
                 body += chunk
                 if len(body) > self._max_bytes:
-                    raise FetchError(f"response larger than {self._max_bytes} bytes")
+                    raise FetchError(f"response larger than {self._max_bytes} bytes", "too_large")
         except _TIMEOUTS:
-            raise FetchError(self._too_slow()) from None
+            raise FetchError(self._too_slow(), "timeout") from None
         except urllib3.exceptions.DecodeError:
-            raise FetchError("body does not match its content-encoding") from None
+            raise FetchError("body does not match its content-encoding", "bad_encoding") from None
         except _TRANSPORT_ERRORS as error:
             raise FetchError(_short_reason(error)) from None
 
@@ -301,7 +201,7 @@ class GuardedFetcher:
     def _remaining(self, deadline_at: float) -> float:
         remaining = deadline_at - time.monotonic()
         if remaining <= 0:
-            raise FetchError(self._too_slow())
+            raise FetchError(self._too_slow(), "timeout")
         return remaining
 
     def _too_slow(self) -> str:
