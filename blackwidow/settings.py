@@ -25,6 +25,9 @@ MAX_SHARDS = 1024  # as many as a node accepts in a shard header
 MAX_FETCHERS = 256  # a node's threads stay bounded whatever the number of feeds
 
 
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
 class SettingsError(ValueError):
     """A bad environment value; `name` is the variable to fix."""
 
@@ -53,7 +56,7 @@ class Settings:
     routing: str = "modulo"
     monitor_shards: int = 1  # crawlers split by source key, each shard with its own leader
     fetch_allow: frozenset[str] = frozenset()
-    node_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+    node_networks: tuple[Network, ...] = ()
     feed_interval: float = 60.0
     fetch_deadline: float = 20.0  # seconds for a whole response, however slowly it trickles
     node_capacity: int = 100
@@ -70,6 +73,11 @@ class Settings:
     fetchers: int = 32  # a node's fetcher threads, shared by every polled data source
     host_concurrency: int = 2  # fetches in flight at once to one host, per node
     host_gap: float = 0.2  # seconds at least between two fetches starting at one host
+    metrics_token: str | None = field(default=None, repr=False)  # bearer a scrape must carry
+    metrics_networks: tuple[Network, ...] = ()  # networks scrapes may come from; empty: any
+    # prometheus-client's multiprocess directory (its own variable): set, a hub scrape counts
+    # the API requests of every gunicorn worker (blackwidow.gunicorn_conf sets it up)
+    metrics_dir: str | None = None
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
@@ -140,7 +148,7 @@ def _hosts(name: str, raw: str) -> frozenset[str]:
     return frozenset(h.strip().lower() for h in raw.split(",") if h.strip())
 
 
-def _networks(name: str, raw: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+def _networks(name: str, raw: str) -> tuple[Network, ...]:
     try:
         return tuple(
             ipaddress.ip_network(part.strip(), strict=False)
@@ -225,6 +233,9 @@ _VARIABLES = {
     "BLACKWIDOW_FETCHERS": ("fetchers", _fetcher_count),
     "BLACKWIDOW_HOST_CONCURRENCY": ("host_concurrency", _positive_int),
     "BLACKWIDOW_HOST_GAP": ("host_gap", _pause),
+    "BLACKWIDOW_METRICS_TOKEN": ("metrics_token", _text),
+    "BLACKWIDOW_METRICS_NETWORKS": ("metrics_networks", _networks),
+    "PROMETHEUS_MULTIPROC_DIR": ("metrics_dir", _text),
 }
 
 

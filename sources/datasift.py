@@ -19,6 +19,7 @@ import requests
 from sources import api_session
 from sources.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink, SubscriberSpec, parse_utc
+from sources.observer import UNOBSERVED, SourceObserver
 from sources.reconnect import ReconnectPolicy, describe_http_error, short_error
 from sources.threaded import ThreadedSource
 
@@ -90,12 +91,13 @@ class PaidStreamSource(ThreadedSource):
         credential: dict[str, Any],
         fetcher: GuardedFetcher,
         rate_limit_wait: float,
+        observer: SourceObserver = UNOBSERVED,
     ) -> None:
         super().__init__(key)
         self._query = spec.query["query"]
         self._credential = credential
         self._session = api_session.guarded(requests.Session(), fetcher)
-        self._policy = ReconnectPolicy(rate_limit_wait)
+        self._policy = ReconnectPolicy(rate_limit_wait, observer, "datasift")
         self.bad_lines = 0
 
     def snapshot(self) -> list[Item]:

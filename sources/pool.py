@@ -21,6 +21,7 @@ from sources.departed import Departures
 from sources.keys import source_key
 from sources.ledger import NO_LEDGER, DeliveryLedger, RunCounts
 from sources.model import DataSource, ReportsFeeds, SubscriberSpec
+from sources.observer import UNOBSERVED, SourceObserver
 from sources.renewals import Renewals
 from sources.shared_source import PoolSink, SharedSource, described
 from sources.subscriber import BUFFER_ITEMS, ItemSink, Subscriber, WaitingSubscribers
@@ -39,7 +40,9 @@ class DataSourcePool:
         buffer: int = BUFFER_ITEMS,
         renewals: Renewals | None = None,
         ledger: DeliveryLedger = NO_LEDGER,
+        observer: SourceObserver = UNOBSERVED,
     ) -> None:
+        self.observer = observer  # told of every batch its data sources deliver
         self._open_source = open_source
         self.ledger = ledger  # each delivered batch's counts, for a successor to report
         # when leases are in force; None: always (a pool no hub polls, as in a bench)

@@ -16,6 +16,7 @@ knocked on for ever (connection attempts count against X's rate limit too).
 from __future__ import annotations
 
 from sources.backoff import doubling_delay
+from sources.observer import UNOBSERVED, SourceObserver
 
 NETWORK_STEP = 0.25
 NETWORK_MAX = 16.0
@@ -28,7 +29,17 @@ RELEASE_JITTER = 1.0  # plus up to this, at random, so nodes do not knock in ste
 
 
 class ReconnectPolicy:
-    def __init__(self, rate_limit_wait: float) -> None:
+    """Waits between connection attempts; a stream's policy also tells the observer of each
+    connection and each loss (`source` names the stream's source type)."""
+
+    def __init__(
+        self,
+        rate_limit_wait: float,
+        observer: SourceObserver = UNOBSERVED,
+        source: str = "",
+    ) -> None:
+        self._observer = observer
+        self._source = source
         self._rate_limit_wait = rate_limit_wait
         self._network_failures = 0
         self._http_failures = 0
@@ -39,13 +50,19 @@ class ReconnectPolicy:
         """A connection worked: the next failure starts the backoff afresh."""
         self._network_failures = self._http_failures = self._rate_limits = 0
         self._too_many_since = None
+        self._observer.stream_connected(self._source)
 
     def after_network_error(self) -> float:
+        self._observer.stream_lost(self._source)
         wait = min(NETWORK_MAX, NETWORK_STEP * self._network_failures)
         self._network_failures += 1
         return wait
 
     def after_http_error(self, status: int, retry_after: float | None = None) -> float:
+        self._observer.stream_lost(self._source)
+        return self._http_wait(status, retry_after)
+
+    def _http_wait(self, status: int, retry_after: float | None = None) -> float:
         if status in RATE_LIMIT_STATUSES:
             self._rate_limits += 1
             if retry_after is not None and retry_after >= 0:
@@ -59,11 +76,12 @@ class ReconnectPolicy:
         """The app's one connection is taken (X's TooManyConnections): likely our own lost one,
         still counted, so try again soon until RELEASE_WINDOW has passed since the first such
         refusal, then wait as for a rate limit. `now` in monotonic seconds; `jitter` in [0, 1)."""
+        self._observer.stream_lost(self._source)
         if self._too_many_since is None:
             self._too_many_since = now
         if now - self._too_many_since < RELEASE_WINDOW:
             return round(RELEASE_RETRY + RELEASE_JITTER * jitter, 1)
-        return self.after_http_error(429)
+        return self._http_wait(429)
 
 
 def describe_http_error(provider: str, status: int, wait: float) -> str:

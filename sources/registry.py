@@ -13,6 +13,7 @@ from sources.datasift import PaidStreamSource
 from sources.datasift_query import DatasiftCredential, DatasiftQuery, datasift_fetch_target
 from sources.fetcher import GuardedFetcher
 from sources.model import DataSource, SubscriberSpec
+from sources.observer import UNOBSERVED, SourceObserver
 from sources.rss import RssSource
 from sources.rss_query import RssQuery, rss_fetch_target
 from sources.scheduler import FetchScheduler
@@ -32,6 +33,7 @@ class SourceContext:
     rate_limit_wait: float = 60.0  # first wait after a 429 from a provider; doubles while it lasts
     # the node's one fetch scheduler for polled sources; None: each RSS source runs its own
     scheduler: FetchScheduler | None = None
+    observer: SourceObserver = UNOBSERVED  # what the node counts of streams
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,9 @@ def _open_rss(key: str, spec: SubscriberSpec, context: SourceContext) -> DataSou
 def _open_twitter(key: str, spec: SubscriberSpec, context: SourceContext) -> DataSource:
     credential = context.credentials.secret(spec)
     if spec.query["mode"] == "stream":
-        return TwitterStreamSource(key, credential, context.fetcher, context.rate_limit_wait)
+        return TwitterStreamSource(
+            key, credential, context.fetcher, context.rate_limit_wait, observer=context.observer
+        )
     return TwitterSearchSource(
         key, spec, credential, context.fetcher, context.search_interval, context.rate_limit_wait
     )
@@ -59,7 +63,9 @@ def _open_twitter(key: str, spec: SubscriberSpec, context: SourceContext) -> Dat
 
 def _open_datasift(key: str, spec: SubscriberSpec, context: SourceContext) -> DataSource:
     credential = context.credentials.secret(spec)
-    return PaidStreamSource(key, spec, credential, context.fetcher, context.rate_limit_wait)
+    return PaidStreamSource(
+        key, spec, credential, context.fetcher, context.rate_limit_wait, context.observer
+    )
 
 
 SOURCE_TYPES: dict[str, SourceType] = {

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from sources.changes import ChangeCounter
 from sources.ledger import DeliveryLedger, RunCounts
 from sources.model import DataSource, Item
+from sources.observer import SourceObserver
 from sources.subscriber import Subscriber
 
 
@@ -24,6 +25,7 @@ class Fanout(Protocol):
 
     changes_of: ChangeCounter
     ledger: DeliveryLedger
+    observer: SourceObserver
 
     def members(self, shared: SharedSource, to: Collection[int] | None) -> list[Subscriber]: ...
 
@@ -62,6 +64,7 @@ class PoolSink:
         for user_id in {subscriber.spec.user_id for subscriber in members}:
             self._shared.delivered[user_id] += len(items)
         self._pool.changes_of.mark(self._shared)
+        self._pool.observer.delivered(self._shared.source_type, len(items))
         for subscriber in members:
             subscriber.offer(items)
         if members:  # the batch's counts, in one write, once every member has counted it

@@ -23,6 +23,7 @@ from sources import api_session, twitter_client, twitter_rules
 from sources.backoff import doubling_delay
 from sources.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink, SubscriberSpec
+from sources.observer import UNOBSERVED, SourceObserver
 from sources.reconnect import ReconnectPolicy, short_error
 from sources.twitter_connection import Connection
 from sources.twitter_items import EXPANSIONS, TWEET_FIELDS, USER_FIELDS, tweet_item, users_by_id
@@ -50,6 +51,7 @@ class TwitterStreamSource:
         fetcher: GuardedFetcher,
         rate_limit_wait: float,
         recheck_after: float = RECHECK_AFTER,
+        observer: SourceObserver = UNOBSERVED,
     ) -> None:
         self.key = key
         self._credential = credential
@@ -57,7 +59,7 @@ class TwitterStreamSource:
         self._limits: RuleLimits = rule_limits(credential)
         # rules are the app's, managed over their own session beside the stream's
         self._rules_client = twitter_client.x_client(tweepy.StreamingClient, credential, fetcher)
-        self._policy = ReconnectPolicy(rate_limit_wait)
+        self._policy = ReconnectPolicy(rate_limit_wait, observer, "twitter")
         self._lock = threading.Lock()
         self._groups: dict[str, Group] = {}  # in the order crawlers first asked for them
         self._members: dict[str, set[int]] = {}

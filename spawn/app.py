@@ -10,6 +10,8 @@ from flask.typing import ResponseReturnValue
 from marshmallow import Schema, ValidationError, fields, validate
 
 from blackwidow.errors import ApiError, error_body, invalid_input, register_error_handlers
+from blackwidow.metrics.exposition import ENDPOINT as METRICS_ENDPOINT
+from blackwidow.metrics.exposition import MetricsAccess, serve_metrics
 from blackwidow.node_protocol import (
     ASSIGNED_HEADER,
     EPOCH_HEADER,
@@ -26,6 +28,7 @@ from blackwidow.tokens import require_cluster
 from sources.credentials import CredentialBook, MissingCredential
 from sources.model import DEFAULT_PRIORITY, PRIORITIES, SubscriberSpec
 from sources.registry import SOURCE_TYPES
+from spawn.metrics import NodeMetrics
 from spawn.node import Node
 
 _T = TypeVar("_T")
@@ -163,16 +166,26 @@ def put_many(node: Node, entries: list[Any], credentials: CredentialBook) -> dic
 
 
 def create_node_app(
-    node: Node, cluster_secret: str | None, credentials: CredentialBook | None = None
+    node: Node,
+    cluster_secret: str | None,
+    credentials: CredentialBook | None = None,
+    metrics: NodeMetrics | None = None,
+    metrics_access: MetricsAccess | None = None,
 ) -> Flask:
+    """The node's HTTP face; `metrics` are the figures its `/metrics` serves (by default
+    the pool's state alone, for a node whose sources nobody observes)."""
     credentials = credentials or CredentialBook()
+    if metrics is None:
+        metrics = NodeMetrics()
+        metrics.watch(node.pool, None)
     app = Flask("spawn")
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
     register_error_handlers(app)
+    serve_metrics(app, metrics.registry, metrics_access or MetricsAccess())
 
     @app.before_request
     def _only_the_hub() -> None:
-        if request.endpoint != "healthz":
+        if request.endpoint not in ("healthz", METRICS_ENDPOINT):
             require_cluster(request.headers.get("Authorization"), cluster_secret)
             check_generation(node, request.headers.get(GENERATION_HEADER))
             shard = header_value(Shard.parse, SHARD_HEADER)

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from blackwidow import serving
+from blackwidow.metrics.exposition import MetricsAccess
 from blackwidow.node_protocol import REPLAY_WINDOW
 from blackwidow.queue import Outbox, open_queue
 from blackwidow.queue.spool import Spool, spool_path
@@ -24,6 +25,7 @@ from sources.scheduler import FetchScheduler
 from spawn import registration, watchdog
 from spawn.app import create_node_app
 from spawn.ledger import SqliteLedger, ledger_path
+from spawn.metrics import NodeMetrics
 from spawn.node import Node
 from spawn.sink import NodeSink
 
@@ -36,7 +38,8 @@ def run_node(
     """Serve a node until it is told to stop (README steps 2, 4, 5 and 7)."""
     store = open_store(settings.store_url)
     outbox = _open_outbox(settings, host, port)
-    sink = NodeSink(store, outbox)
+    metrics = NodeMetrics()
+    sink = NodeSink(store, outbox, metrics)
     try:
         sink.replay_interrupted()
     except StoreUnavailable as error:  # the first store write tries again
@@ -51,6 +54,7 @@ def run_node(
         allow_hosts=settings.fetch_allow,
         deadline=settings.fetch_deadline,
         per_host=settings.host_concurrency,
+        observer=metrics,
     )
     context = SourceContext(
         fetcher=fetcher,
@@ -59,6 +63,7 @@ def run_node(
         search_interval=settings.search_interval,
         rate_limit_wait=settings.rate_limit_wait,
         scheduler=scheduler,
+        observer=metrics,
     )
     ledger = _open_ledger(settings, host, port)
     pool = DataSourcePool(
@@ -67,7 +72,9 @@ def run_node(
         buffer=settings.node_buffer,
         renewals=Renewals(time.monotonic),
         ledger=ledger or NO_LEDGER,
+        observer=metrics,
     )
+    metrics.watch(pool, outbox.stats if outbox is not None else None)
     if ledger is not None:
         left = ledger.left(since=time.time() - REPLAY_WINDOW)
         pool.restore_departed(left)
@@ -77,7 +84,9 @@ def run_node(
         return {**sink.health(), "scheduler": scheduler.stats()}
 
     node = Node(pool, clock=time.monotonic, health=health)
-    app = create_node_app(node, settings.cluster_secret, credentials)
+    app = create_node_app(
+        node, settings.cluster_secret, credentials, metrics, MetricsAccess.of(settings)
+    )
     server, url = serving.bind(app, host, port)
     stop = threading.Event()
     secret = settings.cluster_secret or ""

@@ -6,12 +6,14 @@ items for (and, once their buffer is full, backpressure on the data sources).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from blackwidow.queue.outbox import Outbox
 from blackwidow.store import Store, StoreUnavailable
 from sources.model import Item
+from spawn.metrics import NodeMetrics
 
 _T = TypeVar("_T")
 
@@ -21,9 +23,12 @@ class QueueBacklogFull(Exception):
 
 
 class NodeSink:
-    def __init__(self, store: Store, outbox: Outbox | None = None) -> None:
+    def __init__(
+        self, store: Store, outbox: Outbox | None = None, metrics: NodeMetrics | None = None
+    ) -> None:
         self._store = store
         self._outbox = outbox
+        self._metrics = metrics
         self._store_error: str | None = None
 
     def add(self, items: Sequence[Item], ttl: int | None = None) -> list[Item]:
@@ -33,14 +38,14 @@ class NodeSink:
         answers, so no item is stored without its entry on disk, whenever the node dies.
         """
         if self._outbox is None:
-            return self._tracked(lambda: self._store.add(items, ttl))
+            return self._write(items, ttl)
         if not self._outbox.has_room():
             pending = self._outbox.stats()["pending"]
             raise QueueBacklogFull(f"queue: {pending} stored items wait for the queue")
         self.replay_interrupted()
         staged = self._outbox.stage(items, ttl)
         try:
-            new = self._tracked(lambda: self._store.add(items, ttl))
+            new = self._write(items, ttl)
         except BaseException:
             self._outbox.discard(staged)
             raise
@@ -51,9 +56,15 @@ class NodeSink:
         """Finish the writes a killed node process spooled but never saw answered (at start,
         and before each add until the store answers): StoreUnavailable while it is down."""
         if self._outbox is not None:
-            self._outbox.replay_interrupted(
-                lambda items, ttl: self._tracked(lambda: self._store.add(items, ttl))
-            )
+            self._outbox.replay_interrupted(self._write)
+
+    def _write(self, items: Sequence[Item], ttl: int | None) -> list[Item]:
+        """One store write, timed and counted for the node's figures."""
+        started = time.monotonic()
+        new = self._tracked(lambda: self._store.add(items, ttl))
+        if self._metrics is not None:
+            self._metrics.stored(new, time.monotonic() - started)
+        return new
 
     def count(self, crawler_id: int) -> int:
         return self._tracked(lambda: self._store.count(crawler_id))

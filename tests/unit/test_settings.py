@@ -77,6 +77,14 @@ def test_unrelated_variables_are_ignored():
             frozenset({"feeds.example", "localhost", "127.0.0.1"}),
         ),
         ("BLACKWIDOW_FETCH_ALLOW", "", "fetch_allow", frozenset()),
+        ("BLACKWIDOW_METRICS_TOKEN", "scrape-me", "metrics_token", "scrape-me"),
+        ("BLACKWIDOW_METRICS_NETWORKS", "10.0.0.0/8, 127.0.0.1", "metrics_networks", NETWORKS),
+        (
+            "PROMETHEUS_MULTIPROC_DIR",
+            "/run/blackwidow-metrics",
+            "metrics_dir",
+            "/run/blackwidow-metrics",
+        ),
     ],
 )
 def test_each_variable_is_parsed(name, raw, attribute, expected):
@@ -128,6 +136,10 @@ def test_each_variable_is_parsed(name, raw, attribute, expected):
         ("BLACKWIDOW_DATABASE_URL", "   "),
         ("BLACKWIDOW_STORE", ""),
         ("BLACKWIDOW_ADMIN_TOKEN", ""),
+        ("BLACKWIDOW_METRICS_TOKEN", " "),
+        ("BLACKWIDOW_METRICS_NETWORKS", "10.0.0.0/33"),
+        ("BLACKWIDOW_METRICS_NETWORKS", "the office"),
+        ("PROMETHEUS_MULTIPROC_DIR", ""),
     ],
 )
 def test_bad_values_name_their_variable(name, raw):
@@ -143,6 +155,7 @@ def test_bad_values_name_their_variable(name, raw):
     [
         ("BLACKWIDOW_ADMIN_TOKEN", "admin-token-do-not-log"),
         ("BLACKWIDOW_CLUSTER_SECRET", "cluster-secret-do-not-log"),
+        ("BLACKWIDOW_METRICS_TOKEN", "metrics-token-do-not-log"),
         ("BLACKWIDOW_REDIS_URL", "redis://:password-do-not-log@cache:6379/0"),
     ],
 )

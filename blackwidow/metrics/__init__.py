@@ -1,0 +1,2 @@
+"""Prometheus metrics: the hub's figures (cluster, monitor, API) and the `/metrics` view that
+hub and nodes alike serve."""
