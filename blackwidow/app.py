@@ -14,6 +14,7 @@ from blackwidow.api.context import Hub
 from blackwidow.api.gate import guard_every_view
 from blackwidow.api.schemas import ErrorOut
 from blackwidow.errors import error_body, http_error_response, register_error_handlers
+from blackwidow.metrics.hub import serve_hub_metrics
 from blackwidow.monitor.node_client import NodeClient
 from blackwidow.settings import Settings
 from blackwidow.store import Store, StoreUnavailable, open_store
@@ -60,6 +61,7 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         nodes.blp,
     ):
         api.register_blueprint(blueprint)
+    serve_hub_metrics(app, app.extensions["blackwidow"].sessions, settings)
     guard_every_view(app)
     retry_every_view(app)
     register_error_handlers(app)

@@ -17,6 +17,7 @@ from blackwidow.tokens import require_cluster
 
 OPEN = frozenset({"static", "api-docs.openapi_json", "health.healthz", "health.health_detail"})
 OPEN |= {"nodes.NodeCountView"}  # for autoscalers
+OPEN |= {"metrics"}  # checks its own token and networks (blackwidow.metrics.exposition)
 CLUSTER = frozenset({("nodes.Nodes", "POST")})  # node registration: the cluster secret
 
 

@@ -34,6 +34,9 @@ class FailureDetector(Protocol):
     def verdict(self, node_id: int, now: float) -> Verdict:
         """Whether the node is alive, suspect or dead at ``now``."""
 
+    def phi(self, node_id: int, now: float) -> float:
+        """How suspicious the node's silence is at ``now`` (shown to operators as a metric)."""
+
     def forget(self, node_id: int) -> None:
         """Drop the node's history (it left, or was declared dead and removed)."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import case, delete, false, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -95,13 +96,27 @@ def release(session: Session, holder: str, name: str = LOCK) -> None:
 
 
 def record_cycle(
-    session: Session, holder: str, at: datetime, seconds: float, name: str = LOCK
+    session: Session,
+    holder: str,
+    at: datetime,
+    seconds: float,
+    name: str = LOCK,
+    figures: dict[str, Any] | None = None,
 ) -> None:
+    """The holder's latest cycle, and its figures (blackwidow.metrics.figures) when given."""
+    values: dict[str, Any] = {"last_cycle_at": at, "last_cycle_seconds": seconds}
+    if figures is not None:
+        values["figures"] = figures
     session.execute(
         update(MonitorLock)
         .where(MonitorLock.name == name, MonitorLock.holder == holder)
-        .values(last_cycle_at=at, last_cycle_seconds=seconds)
+        .values(**values)
     )
+
+
+def figures_of(session: Session, name: str) -> dict[str, Any] | None:
+    """The figures a lock's previous holders saved, for its new leader to count on from."""
+    return session.scalar(select(MonitorLock.figures).where(MonitorLock.name == name))
 
 
 def fair_share(

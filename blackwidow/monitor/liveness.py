@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from blackwidow.metrics.figures import MonitorFigures
 from blackwidow.models import LIVE_NODE_STATES, Assignment, Node, utcnow
 from blackwidow.monitor import deliveries, leases, pruning
 from blackwidow.monitor.detector import FailureDetector, Verdict
@@ -51,8 +52,10 @@ class Liveness:
         probe_dead_for: float,
         leading: Callable[[], bool] = lambda: True,
         dead_node_retention: float = 86_400.0,
+        figures: MonitorFigures | None = None,
     ) -> None:
         self._sessions = sessions
+        self._figures = figures or MonitorFigures()
         self._client = client
         self._detector = detector  # None: another shard's leader judges the nodes
         self._memory = memory
@@ -72,6 +75,9 @@ class Liveness:
         )
         for probe in probes:  # a dead node's answer is not a heartbeat: it only fences it
             reports.pop(probe.id, None)
+        failed = sum(1 for report in reports.values() if report is None)
+        self._figures.count("polls.ok", len(reports) - failed)
+        self._figures.count("polls.failed", failed)
         now = self._clock()
         if not self._leading():  # it stalled past its lock mid-poll: its view is not news
             return
@@ -154,7 +160,10 @@ class Liveness:
             if report is not None:
                 self._detector.heartbeat(node_id, report.answered_at)
         silent = [node_id for node_id, report in reports.items() if report is None]
-        return {node_id for node_id in silent if self._judge(session, targets[node_id], now)}
+        gone = {node_id for node_id in silent if self._judge(session, targets[node_id], now)}
+        detector = self._detector
+        self._figures.judged({n: detector.phi(n, now) for n in reports if n not in gone})
+        return gone
 
     def _judge(self, session: Session, target: NodeTarget, now: float) -> bool:
         """Judge a silent node; True when it is declared dead now."""

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from blackwidow.metrics.figures import MonitorFigures
 from blackwidow.models import utcnow
 from blackwidow.monitor import holders, leader
 from blackwidow.monitor.detector import PhiAccrualDetector, PhiSettings
@@ -72,8 +73,10 @@ class Leadership:
         sessions: sessionmaker[Session],
         settings: Settings,
         record: Callable[[Leadership, float], None],
+        figures: MonitorFigures,
     ) -> None:
         self.shard = shard
+        self.figures = figures
         self._valid_for = lock_ttl(settings) - 1  # a second short of the lock's expiry
         self.renewed(asked_at)
         self._stopping = threading.Event()
@@ -98,6 +101,7 @@ class Leadership:
             probe_dead_for=2 * settings.detach_after,
             leading=self.valid,
             dead_node_retention=settings.dead_node_retention,
+            figures=figures,
         )
         self.reconciler = Reconciler(
             sessions,
@@ -107,6 +111,7 @@ class Leadership:
             lease_horizon=3 * settings.poll_interval,
             shard=shard,
             leading=self.valid,
+            figures=figures,
         )
         self._threads = [
             threading.Thread(target=self._poll, name=f"poll-{shard}", daemon=True),
@@ -206,8 +211,15 @@ class MonitorLoop(threading.Thread):
                     log.info(
                         "monitor leading shard=%s holder=%s epoch=%s", shard, self._holder, epoch
                     )
+                    saved = MonitorFigures(leader.figures_of(session, name))
                     self._led[shard] = Leadership(
-                        shard, epoch, asked_at, self._sessions, self._settings, self._record_cycle
+                        shard,
+                        epoch,
+                        asked_at,
+                        self._sessions,
+                        self._settings,
+                        self._record_cycle,
+                        saved,
                     )
         for shard, why in drops:
             self._drop(shard, why)
@@ -218,9 +230,15 @@ class MonitorLoop(threading.Thread):
         log.warning("monitor %s shard=%s holder=%s", why, shard, self._holder)
 
     def _record_cycle(self, leadership: Leadership, seconds: float) -> None:
+        leadership.figures.cycle(seconds)
         with self._sessions.begin() as session:
             leader.record_cycle(
-                session, self._holder, utcnow(), seconds, leader.lock_name(leadership.shard)
+                session,
+                self._holder,
+                utcnow(),
+                seconds,
+                leader.lock_name(leadership.shard),
+                leadership.figures.to_json(),
             )
 
     def run(self) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import changes
+from blackwidow.metrics.figures import MonitorFigures
 from blackwidow.monitor import leases
 from blackwidow.monitor.desired import facts, spec
 from blackwidow.monitor.intake import Intake
@@ -53,9 +54,11 @@ class Reconciler:
         shard: Shard,
         leading: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.monotonic,
+        figures: MonitorFigures | None = None,
     ) -> None:
         self._sessions = sessions
         self._clock = clock
+        self._figures = figures or MonitorFigures()
         self._client = client
         self._memory = memory
         self._router = router
@@ -99,6 +102,7 @@ class Reconciler:
             budgets = self._budgets(session)
             plan, grants = self._decide(budgets)
             write(session, grants)
+        self._figures.count("lease_grants", len(grants))
         return plan, taken
 
     def _budgets(self, session: Session) -> dict[int, ShardBudget]:
@@ -138,6 +142,7 @@ class Reconciler:
         if self._router.nodes != live:
             placed = {c: (crawlers[c].uuid, n) for c, n in self._placement.items()}
             moved = self._router.rebuild(live, placed)
+            self._figures.count("hard_reloads")
             self._placement.update(moved)
             dirty |= set(moved)
             if not live:
@@ -217,7 +222,9 @@ class Reconciler:
             try:
                 self._client.remove_many(target, ids)
                 outcome.removed[target.id] = ids
+                self._figures.count("removals.ok", len(ids))
             except (NodeUnreachable, NodeRejected) as error:
+                self._figures.count("removals.failed", len(ids))
                 log.info("remove failed node=%s crawlers=%s error=%s", target.id, len(ids), error)
 
         def push(target: NodeTarget) -> None:
@@ -225,6 +232,7 @@ class Reconciler:
             try:
                 results = self._client.push_many(target, specs)
             except (NodeUnreachable, NodeRejected) as error:
+                self._figures.count("pushes.failed", len(specs))
                 log.info("push failed node=%s crawlers=%s error=%s", target.id, len(specs), error)
                 return
             for crawler_id, result in results.items():
@@ -232,6 +240,9 @@ class Reconciler:
                     outcome.acked[crawler_id] = (target.id, result["status"])
                 else:
                     outcome.rejected[crawler_id] = str(result["error"]["message"])
+            rejected = sum(1 for result in results.values() if "status" not in result)
+            self._figures.count("pushes.ok", len(results) - rejected)
+            self._figures.count("pushes.rejected", rejected)
 
         in_parallel([targets[n] for n in plan.removals if n in targets], remove)
         if self._leading():

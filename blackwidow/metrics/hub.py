@@ -1,0 +1,30 @@
+"""The hub's `/metrics`: the cluster's figures from SQL, and the API's request times.
+
+Request times are per process. Under gunicorn (blackwidow.gunicorn_conf), prometheus-client's
+multiprocess mode keeps each worker's in files of one directory, and a scrape of any worker
+sums them all; the cluster's figures are read from SQL by whichever worker is scraped, never
+summed, so they are the same everywhere.
+"""
+
+from __future__ import annotations
+
+from flask import Flask
+from prometheus_client import CollectorRegistry
+from prometheus_client.multiprocess import MultiProcessCollector
+from sqlalchemy.orm import Session, sessionmaker
+
+from blackwidow.metrics.cluster import ClusterCollector
+from blackwidow.metrics.exposition import MetricsAccess, serve_metrics
+from blackwidow.metrics.http import measure_requests
+from blackwidow.settings import Settings
+
+
+def serve_hub_metrics(app: Flask, sessions: sessionmaker[Session], settings: Settings) -> None:
+    own = CollectorRegistry()
+    measure_requests(app, own)
+    scraped = own
+    if settings.metrics_dir is not None:
+        scraped = CollectorRegistry()
+        MultiProcessCollector(scraped, path=settings.metrics_dir)
+    scraped.register(ClusterCollector(sessions, settings.monitor_shards))
+    serve_metrics(app, scraped, MetricsAccess.of(settings))
