@@ -57,6 +57,8 @@ ACCESS: dict[tuple[str, str], Rule] = {
     ("GET", "/api/v1/health"): Rule(Access.ANYONE),
     ("GET", "/api/v1/openapi.json"): Rule(Access.ANYONE),
     ("GET", "/api/v1/nodes/count"): Rule(Access.ANYONE),
+    # open unless BLACKWIDOW_METRICS_TOKEN or _NETWORKS restrict it (test_hub_metrics.py)
+    ("GET", "/metrics"): Rule(Access.ANYONE),
     ("POST", "/api/v1/users"): Rule(Access.ADMIN, {"name": "mallory", "item_limit": 5}),
     ("GET", "/api/v1/nodes"): Rule(Access.ADMIN),
     ("POST", "/api/v1/nodes"): Rule(Access.CLUSTER, {"url": "http://127.0.0.1:9", "capacity": 1}),

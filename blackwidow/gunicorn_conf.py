@@ -1,0 +1,28 @@
+"""gunicorn's settings for the hub (`gunicorn -c python:blackwidow.gunicorn_conf ...`): one
+directory for prometheus-client's multiprocess mode, so a scrape of any worker counts the API
+requests of every worker (blackwidow.metrics.hub).
+
+The directory is PROMETHEUS_MULTIPROC_DIR when set, else a fresh temporary one. When gunicorn
+starts, the files earlier workers left there are deleted (they would be counted again) and
+the variable is set for the workers, which inherit it before any of them imports
+prometheus-client. Not for `--preload`, which would load the app before this runs.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from blackwidow.settings import from_env
+
+MULTIPROCESS_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def on_starting(server: Any) -> None:
+    directory = Path(from_env().metrics_dir or tempfile.mkdtemp(prefix="blackwidow-metrics-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    for left in directory.glob("*.db"):  # only prometheus-client's own files
+        left.unlink()
+    os.environ[MULTIPROCESS_VARIABLE] = str(directory)
