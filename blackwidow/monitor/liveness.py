@@ -28,6 +28,8 @@ from blackwidow.node_protocol import REPLAY_WINDOW
 log = logging.getLogger(__name__)
 
 RATE_SMOOTHING = 0.5  # weight of the newest rate sample
+# phi of every node costs about 0.2 ms each: shown to operators at most this often
+PHI_SHOWN_EVERY = 10.0
 
 _answered = (
     update(Node.__table__)
@@ -66,6 +68,7 @@ class Liveness:
         self._dead_node_retention = dead_node_retention
         self._pruned_at: float | None = None
         self._started_at = clock()  # a node silent since before it may have answered then
+        self._phi_shown_at: float | None = None
 
     def poll_once(self) -> None:
         with self._sessions.begin() as session:
@@ -161,8 +164,10 @@ class Liveness:
                 self._detector.heartbeat(node_id, report.answered_at)
         silent = [node_id for node_id, report in reports.items() if report is None]
         gone = {node_id for node_id in silent if self._judge(session, targets[node_id], now)}
-        detector = self._detector
-        self._figures.judged({n: detector.phi(n, now) for n in reports if n not in gone})
+        if self._phi_shown_at is None or now - self._phi_shown_at >= PHI_SHOWN_EVERY:
+            self._phi_shown_at = now
+            detector = self._detector
+            self._figures.judged({n: detector.phi(n, now) for n in reports if n not in gone})
         return gone
 
     def _judge(self, session: Session, target: NodeTarget, now: float) -> bool:
