@@ -20,6 +20,7 @@ from blackwidow.settings import Settings
 
 
 def serve_hub_metrics(app: Flask, sessions: sessionmaker[Session], settings: Settings) -> None:
+    """Add `/metrics` to the hub app: request times measured here, cluster figures from SQL."""
     own = CollectorRegistry()
     measure_requests(app, own)
     scraped = own
