@@ -1,5 +1,5 @@
-"""The hub's SQL records: users, their credentials and crawlers, nodes, assignments, subscriber
-runs and the monitor's leader lock.
+"""The hub's SQL records: users, their credentials, webhooks and crawlers, nodes, assignments,
+subscriber runs, the alerts' outbox and the monitor's leader lock.
 
 Everything the hub knows lives here, so a restarted hub resumes where it stopped.
 """
@@ -13,6 +13,7 @@ from sqlalchemy import (
     JSON,
     DateTime,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
@@ -212,6 +213,46 @@ class CrawlerChange(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     crawler_id: Mapped[int] = mapped_column(Integer)
     source_key: Mapped[str] = mapped_column(String(36))
+
+
+class Webhook(Base):
+    """A user's webhook: alert events about the user's crawlers and budget are POSTed to `url`,
+    signed with `secret` (never shown or logged; the default repr names no column)."""
+
+    __tablename__ = "webhooks"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    url: Mapped[str] = mapped_column(String(500))
+    secret: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+
+class WebhookDelivery(Base):
+    """One alert event for one webhook: the outbox row, written in the transaction that saw
+    the event, then sent by the delivery worker; kept (bounded) with its outcome afterwards.
+
+    `webhook_id` None is the cluster's webhook (BLACKWIDOW_WEBHOOK_URL). `body` is the exact
+    JSON sent, so every retry carries the same bytes, signature and event id.
+    """
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    event_id: Mapped[str] = mapped_column(String(36))
+    event_type: Mapped[str] = mapped_column(String(40))
+    webhook_id: Mapped[int | None] = mapped_column(
+        ForeignKey("webhooks.id", ondelete="CASCADE"), index=True
+    )
+    body: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(20), default="pending")  # delivered | failed
+    attempts: Mapped[int] = mapped_column(default=0)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    last_status: Mapped[int | None] = mapped_column(Integer)  # the receiver's HTTP status
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
 
 class MonitorLock(Base):

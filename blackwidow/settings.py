@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from marshmallow import ValidationError
 
@@ -78,6 +79,11 @@ class Settings:
     # prometheus-client's multiprocess directory (its own variable): set, a hub scrape counts
     # the API requests of every gunicorn worker (blackwidow.gunicorn_conf sets it up)
     metrics_dir: str | None = None
+    # the cluster's webhook: every alert event is POSTed here, signed with the secret
+    webhook_url: str | None = field(default=None, repr=False)  # a URL may carry a token
+    webhook_secret: str | None = field(default=None, repr=False)
+    source_failing_after: float = 300.0  # seconds a data source gets nothing before an alert
+    node_holding_items: int = 1000  # items a node holds during an outage before an alert
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
@@ -194,6 +200,14 @@ def _credentials(name: str, raw: str) -> dict[str, dict[str, dict[str, Any]]]:
     return checked
 
 
+def _webhook_url(name: str, raw: str) -> str:
+    """Only the form here; where it points is checked at each delivery (the fetch rules)."""
+    parts = urlsplit(raw.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SettingsError(name, "expected an http or https URL with a host")
+    return raw.strip()
+
+
 def _text(name: str, raw: str) -> str:
     if not raw.strip():
         raise SettingsError(name, "must not be empty")
@@ -236,6 +250,10 @@ _VARIABLES = {
     "BLACKWIDOW_METRICS_TOKEN": ("metrics_token", _text),
     "BLACKWIDOW_METRICS_NETWORKS": ("metrics_networks", _networks),
     "PROMETHEUS_MULTIPROC_DIR": ("metrics_dir", _text),
+    "BLACKWIDOW_WEBHOOK_URL": ("webhook_url", _webhook_url),
+    "BLACKWIDOW_WEBHOOK_SECRET": ("webhook_secret", _text),
+    "BLACKWIDOW_SOURCE_FAILING_AFTER": ("source_failing_after", _seconds),
+    "BLACKWIDOW_NODE_HOLDING_ITEMS": ("node_holding_items", _positive_int),
 }
 
 
@@ -256,4 +274,10 @@ def from_env(environ: Mapping[str, str] | None = None) -> Settings:
         )
     if settings.phi_window < 2:
         raise SettingsError("BLACKWIDOW_PHI_WINDOW", "must be at least 2")
+    if (settings.webhook_url is None) != (settings.webhook_secret is None):
+        raise SettingsError(
+            "BLACKWIDOW_WEBHOOK_SECRET",
+            "BLACKWIDOW_WEBHOOK_URL and BLACKWIDOW_WEBHOOK_SECRET are set together "
+            "(every delivery is signed)",
+        )
     return settings

@@ -8,21 +8,25 @@ hundreds of feeds a second, most of them unchanged).
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import urllib3
 from requests.adapters import HTTPAdapter
 
 from sources.fetch_errors import FetchError, HttpStatusError
 from sources.observer import UNOBSERVED, SourceObserver
-from sources.peer_guard import normal_host, peer_checked_adapter, peer_checked_pools, refusal
+from sources.peer_guard import (
+    check_url,
+    normal_host,
+    peer_checked_adapter,
+    peer_checked_pools,
+    peer_refusal,
+)
 
 USER_AGENT = "blackwidow/0.1"
-_SCHEMES = {"http": 80, "https": 443}
 _CHUNK = 64 * 1024
 _TIMEOUTS = (urllib3.exceptions.TimeoutError, TimeoutError)
 _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError)
@@ -75,14 +79,11 @@ class GuardedFetcher:
         self._connect_timeout = connect_timeout
         # as many kept connections per host as fetches a scheduler runs there at once
         self._pools = urllib3.PoolManager(num_pools=KEPT_HOSTS, maxsize=per_host, retries=False)
-        self._pools.pool_classes_by_scheme = peer_checked_pools(self._refusal)
+        self._pools.pool_classes_by_scheme = peer_checked_pools(peer_refusal(self._allow_hosts))
 
     def guarded_adapter(self) -> HTTPAdapter:
         """A transport that refuses what this fetcher refuses, for a provider's own client."""
-        return peer_checked_adapter(self._refusal)
-
-    def _refusal(self, host: str, address: str) -> str | None:
-        return refusal(host, [address], self._allow_hosts)
+        return peer_checked_adapter(peer_refusal(self._allow_hosts))
 
     def get(self, url: str, headers: Mapping[str, str] | None = None) -> FetchResult:
         """Fetch `url`; raise FetchError for anything but a complete 2xx or a 304. Every
@@ -100,7 +101,7 @@ class GuardedFetcher:
     def _follow(self, url: str, headers: Mapping[str, str] | None) -> FetchResult:
         deadline_at = time.monotonic() + self._deadline
         for _hop in range(self._max_redirects + 1):
-            self._check_target(url)
+            check_url(url, self._allow_hosts)
             response = self._send(url, headers or {}, deadline_at)
             try:
                 location = response.get_redirect_location()
@@ -113,24 +114,6 @@ class GuardedFetcher:
         raise FetchError(
             f"too many redirects (more than {self._max_redirects})", "too_many_redirects"
         )
-
-    def _check_target(self, url: str) -> None:
-        try:
-            parts = urlsplit(url)
-            scheme, host, port = parts.scheme.lower(), parts.hostname, parts.port
-        except ValueError as error:
-            raise FetchError(f"invalid URL ({error})", "invalid_url") from None
-        if scheme not in _SCHEMES:
-            raise FetchError(f"unsupported scheme '{scheme}'", "invalid_url")
-        if not host:
-            raise FetchError("no host in URL", "invalid_url")
-        try:
-            infos = socket.getaddrinfo(host, port or _SCHEMES[scheme], type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError):
-            raise FetchError(f"cannot resolve host {host}", "dns") from None
-        reason = refusal(host, [str(info[4][0]) for info in infos], self._allow_hosts)
-        if reason is not None:
-            raise FetchError(reason, "refused")
 
     def _send(
         self, url: str, headers: Mapping[str, str], deadline_at: float

@@ -1,5 +1,6 @@
-"""Where a node (and the hub, calling nodes) may connect: no loopback, private, link-local or
-metadata address unless the host is allowed, judged on the address each connection reached."""
+"""Where a node (and the hub, calling nodes or webhooks) may connect: no loopback, private,
+link-local or metadata address unless the host is allowed, judged on the addresses a URL's host
+resolves to before a request and on the address each connection reached."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import ipaddress
 import socket
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
@@ -14,6 +16,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from sources.fetch_errors import FetchError
 
+_SCHEMES = {"http": 80, "https": 443}
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
@@ -62,7 +65,36 @@ def normal_host(host: str) -> str:
     return host.lower().rstrip(".")
 
 
+def check_url(url: str, allow_hosts: frozenset[str]) -> None:
+    """Raise FetchError unless `url` is http(s) and its host resolves only to addresses the
+    fetch rules allow (or is listed in `allow_hosts`). The fetcher runs it before every
+    request and hop; the hub, before every webhook delivery and on a webhook's creation."""
+    try:
+        parts = urlsplit(url)
+        scheme, host, port = parts.scheme.lower(), parts.hostname, parts.port
+    except ValueError as error:
+        raise FetchError(f"invalid URL ({error})", "invalid_url") from None
+    if scheme not in _SCHEMES:
+        raise FetchError(f"unsupported scheme '{scheme}'", "invalid_url")
+    if not host:
+        raise FetchError("no host in URL", "invalid_url")
+    try:
+        infos = socket.getaddrinfo(host, port or _SCHEMES[scheme], type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise FetchError(f"cannot resolve host {host}", "dns") from None
+    allowed = frozenset(normal_host(h) for h in allow_hosts)
+    reason = refusal(host, [str(info[4][0]) for info in infos], allowed)
+    if reason is not None:
+        raise FetchError(reason, "refused")
+
+
 PeerRefusal = Callable[[str, str], str | None]  # (host, connected address) -> reason or None
+
+
+def peer_refusal(allow_hosts: frozenset[str]) -> PeerRefusal:
+    """The fetch rules as a check of the address a connection reached."""
+    allowed = frozenset(normal_host(h) for h in allow_hosts)
+    return lambda host, address: refusal(host, [address], allowed)
 
 
 def peer_checked_pools(refusal: PeerRefusal) -> dict[str, type[HTTPConnectionPool]]:
