@@ -240,6 +240,13 @@ class DataSourcePool:
             subscribers = [s for _, s in self._subscribers.values()]
         return [s.status() for s in subscribers]
 
+    def held(self) -> int:
+        """Items every subscriber holds, waiting for the store (or for a bigger lease, or for
+        a poll to renew a lapsed one)."""
+        with self._lock:
+            subscribers = [s for _, s in self._subscribers.values()]
+        return sum(s.held for s in subscribers)
+
     def data_sources(self) -> list[dict[str, Any]]:
         """Every data source."""
         with self._lock:

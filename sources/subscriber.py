@@ -243,6 +243,11 @@ class Subscriber:
         return "waiting" if count is None or self._room() == 0 else "running"
 
     @property
+    def held(self) -> int:
+        """Items waiting to be stored (read without the lock, like `status`)."""
+        return len(self._held)
+
+    @property
     def lease(self) -> int | None:
         """The lease in force: a lease lowered below what is stored already counts as the count."""
         lease = self.spec.lease
@@ -258,7 +263,7 @@ class Subscriber:
             "state": self.state,
             "items_collected": self.items_collected,
             "lease": self.lease,
-            "held": len(self._held),
+            "held": self.held,
             "dropped": self.dropped,
             "last_error": self.last_error or self._source_error,
             "failing": self._source_failing,

@@ -23,10 +23,12 @@ class Node:
         pool: DataSourcePool,
         clock: Callable[[], float],
         health: Callable[[], dict[str, Any]] = dict,
+        held: Callable[[], int] = lambda: 0,
     ) -> None:
         self.pool = pool
         self.clock = clock
         self.health = health  # what the node's sink says of its store and queue
+        self.held = held  # items waiting for a store or queue that is down (polls carry it)
         self.node_id: int | None = None
         self.generation: int | None = None  # the hub's fencing number for this registration
         self.last_polled_at = clock()
@@ -73,7 +75,11 @@ class Node:
             "removed_data_sources": changes.removed_data_sources,
             "departed_data_sources": changes.departed_data_sources,
             "departed_subscribers": changes.departed_subscribers,
-            "totals": {"subscribers": subscribers, "data_sources": data_sources},
+            "totals": {
+                "subscribers": subscribers,
+                "data_sources": data_sources,
+                "held": self.held(),
+            },
         }
 
     def _polled(self, shard: Shard, assigned: Iterable[int] | None) -> None:

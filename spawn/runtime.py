@@ -83,7 +83,15 @@ def run_node(
     def health() -> dict[str, Any]:
         return {**sink.health(), "scheduler": scheduler.stats()}
 
-    node = Node(pool, clock=time.monotonic, health=health)
+    def held() -> int:
+        """Items waiting for a store or queue that is down (the hub's node.holding alert);
+        items a subscriber keeps while it waits for a bigger lease, or for a poll to renew
+        a lapsed one, do not count."""
+        sink_health = sink.health()
+        queued = sink_health["queue"]["pending"] if sink_health["queue"] else 0
+        return queued + (0 if sink_health["store"]["ok"] else pool.held())
+
+    node = Node(pool, clock=time.monotonic, health=health, held=held)
     app = create_node_app(
         node, settings.cluster_secret, credentials, metrics, MetricsAccess.of(settings)
     )

@@ -360,7 +360,7 @@ def test_a_poll_with_the_last_cursor_answers_only_what_changed(
 
     quiet = since(client, first["cursor"])
     assert (quiet["full"], quiet["subscribers"], quiet["removed"]) == (False, [], [])
-    assert quiet["totals"] == {"subscribers": 2, "data_sources": 2}
+    assert quiet["totals"] == {"subscribers": 2, "data_sources": 2, "held": 0}
 
     put(client, spec_body(2, [feed(feeds, "two")], item_limit=9))
     client.delete("/subscribers/1", headers=AUTH)
