@@ -8,7 +8,8 @@ from flask_smorest import Api
 from werkzeug.exceptions import HTTPException
 
 from blackwidow import db
-from blackwidow.api import conversations, crawlers, credentials, health, nodes, users
+from blackwidow.alerts.outbox import Outbox
+from blackwidow.api import conversations, crawlers, credentials, health, nodes, users, webhooks
 from blackwidow.api.contention import retry_every_view
 from blackwidow.api.context import Hub
 from blackwidow.api.gate import guard_every_view
@@ -50,12 +51,14 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         nodes=NodeClient(
             settings.cluster_secret, timeout=NODE_ANSWER_TIMEOUT, networks=settings.node_networks
         ),
+        alerts=Outbox(cluster_hook=settings.webhook_url is not None),
     )
     api = HubApi(app)
     for blueprint in (
         health.blp,
         users.blp,
         credentials.blp,
+        webhooks.blp,
         crawlers.blp,
         conversations.blp,
         nodes.blp,

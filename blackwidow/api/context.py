@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from flask import current_app, g
 from sqlalchemy.orm import Session, sessionmaker
 
+from blackwidow.alerts.events import Emitter
 from blackwidow.auth import Caller
 from blackwidow.monitor.node_client import NodeClient
 from blackwidow.settings import Settings
@@ -23,6 +24,7 @@ class Hub:
     sessions: sessionmaker[Session]
     store: Store
     nodes: NodeClient  # for what only a node knows, such as its feeds' health
+    alerts: Emitter  # events the API sees, such as a dead node registering again
 
 
 def hub() -> Hub:

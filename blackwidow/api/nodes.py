@@ -29,7 +29,7 @@ class Nodes(MethodView):
     def post(self, data: dict[str, Any]) -> Node:
         node_networks.check_registration(data["url"], hub().settings.node_networks)
         with transaction() as session:
-            return cluster.register(session, data["url"], data["capacity"])
+            return cluster.register(session, data["url"], data["capacity"], hub().alerts)
 
 
 @blp.route("/count")

@@ -230,6 +230,55 @@ class NodeCount(Schema):
     desired = fields.Integer()
 
 
+class WebhookCreate(Schema):
+    url = fields.Url(
+        required=True,
+        schemes={"http", "https"},
+        require_tld=False,
+        validate=validate.Length(max=500),
+        metadata={"description": "where events are POSTed; refused if private, as feeds are"},
+    )
+    secret = fields.String(
+        required=True,
+        load_only=True,
+        validate=[
+            validate.Length(min=8, max=200),
+            validate.ContainsNoneOf("\x00", error="must not contain NUL characters"),
+        ],
+        metadata={"description": "signs every body (X-Blackwidow-Signature); never shown"},
+    )
+
+
+class WebhookOut(Schema):
+    id = fields.Integer()
+    user_id = fields.Integer()
+    url = fields.String()
+    created_at = fields.DateTime()
+
+
+class DeliveriesArgs(Schema):
+    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=100))
+    before = fields.Integer(
+        validate=validate.Range(min=1), metadata={"description": "ids below this (paging on)"}
+    )
+
+
+class DeliveryOut(Schema):
+    id = fields.Integer()
+    event_id = fields.String(metadata={"description": "the event's id, the same in every retry"})
+    type = fields.String(attribute="event_type")
+    webhook_id = fields.Integer(allow_none=True, metadata={"description": "null: the cluster's"})
+    status = fields.String(metadata={"description": "pending | delivered | failed"})
+    attempts = fields.Integer()
+    last_status = fields.Integer(
+        allow_none=True, metadata={"description": "receiver's HTTP status"}
+    )
+    last_error = fields.String(allow_none=True)
+    created_at = fields.DateTime()
+    next_attempt_at = fields.DateTime(allow_none=True)
+    finished_at = fields.DateTime(allow_none=True)
+
+
 class ErrorDetail(Schema):
     code = fields.String()
     message = fields.String()

@@ -1,0 +1,65 @@
+"""The alerts' outbox: an event becomes one delivery row per webhook that should get it,
+written in the caller's transaction, so an event is kept exactly when what it reports is.
+
+Nothing is sent here; the delivery worker (blackwidow.alerts.delivery) sends the rows later,
+so emitting never waits on a receiver. Rows survive a hub restart.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from blackwidow.alerts.events import Event
+from blackwidow.models import Webhook, WebhookDelivery, utcnow
+
+log = logging.getLogger(__name__)
+
+
+class Outbox:
+    """The emitter the hub uses; `cluster_hook` says whether BLACKWIDOW_WEBHOOK_URL is set."""
+
+    def __init__(self, cluster_hook: bool) -> None:
+        self._cluster_hook = cluster_hook
+
+    def emit(self, session: Session, events: Iterable[Event]) -> None:
+        events = list(events)
+        if not events:
+            return
+        hooks = _hooks_of(session, {e.user_id for e in events if e.user_id is not None})
+        now = utcnow()
+        rows = []
+        for event in events:
+            log.info("alert type=%s id=%s user=%s", event.type, event.id, event.user_id)
+            targets = [None] if self._cluster_hook else []
+            targets += hooks.get(event.user_id, []) if event.user_id is not None else []
+            body = event.body()
+            rows += [
+                {
+                    "event_id": event.id,
+                    "event_type": event.type,
+                    "webhook_id": webhook_id,
+                    "body": body,
+                    "status": "pending",
+                    "attempts": 0,
+                    "next_attempt_at": now,
+                    "created_at": now,
+                }
+                for webhook_id in targets
+            ]
+        if rows:
+            session.execute(insert(WebhookDelivery), rows)
+
+
+def _hooks_of(session: Session, user_ids: set[int]) -> dict[int, list[int]]:
+    """user id -> the ids of their webhooks."""
+    if not user_ids:
+        return {}
+    hooks: dict[int, list[int]] = {}
+    rows = session.execute(select(Webhook.user_id, Webhook.id).where(Webhook.user_id.in_(user_ids)))
+    for user_id, webhook_id in rows:
+        hooks.setdefault(user_id, []).append(webhook_id)
+    return hooks
