@@ -41,6 +41,7 @@ def main(log_level: str) -> None:
 @click.option("--db", "database_url", help="SQLAlchemy URL (default BLACKWIDOW_DATABASE_URL).")
 def hub(host: str, port: int, database_url: str | None) -> None:
     """Run the hub: REST API and the monitor loop."""
+    from blackwidow.alerts.delivery import delivery_thread
     from blackwidow.app import create_app
     from blackwidow.monitor.loop import MonitorLoop
 
@@ -50,10 +51,18 @@ def hub(host: str, port: int, database_url: str | None) -> None:
     if engine.dialect.name == "sqlite" and db.needs_schema(engine):
         db.upgrade(settings.database_url)
     app = create_app(settings)
-    monitor = MonitorLoop(app.extensions["blackwidow"].sessions, settings)
+    hub = app.extensions["blackwidow"]
+    monitor = MonitorLoop(hub.sessions, settings, hub.alerts)
+    deliveries = delivery_thread(hub.sessions, settings)
     server, url = serving.bind(app, host, port)
     monitor.start()
-    serving.run(server, url, on_stop=monitor.stop)
+    deliveries.start()
+
+    def stop() -> None:
+        monitor.stop()
+        deliveries.stop()
+
+    serving.run(server, url, on_stop=stop)
 
 
 @main.command()

@@ -7,20 +7,24 @@ import math
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from blackwidow.alerts import events
+from blackwidow.alerts.events import Emitter
 from blackwidow.models import LIVE_NODE_STATES, Crawler, Node, utcnow
 
 
-def register(session: Session, url: str, capacity: int) -> Node:
+def register(session: Session, url: str, capacity: int, alerts: Emitter) -> Node:
     """Record a node as active in a new generation; a known URL keeps its id.
 
     Keeping the id keeps routing stable: a restarted node gets its crawlers back. The new
     generation fences off whatever answered at that URL before: hub calls still carrying
-    the old one are refused by the node.
+    the old one are refused by the node. A node that was declared dead is back (node.back).
     """
     node = session.scalar(select(Node).where(Node.url == url))
     if node is None:
         node = Node(url=url)
         session.add(node)
+    elif node.state == "dead":
+        alerts.emit(session, [events.node_back(node.id, url)])
     node.capacity = capacity
     node.state = "active"
     node.generation = (node.generation or 0) + 1

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from blackwidow.metrics.figures import MonitorFigures
 from blackwidow.models import LIVE_NODE_STATES, Assignment, Node, utcnow
 from blackwidow.monitor import deliveries, leases, pruning
+from blackwidow.monitor.alerting import PollAlerts
 from blackwidow.monitor.detector import FailureDetector, Verdict
 from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient, NodeTarget
@@ -53,6 +54,8 @@ class Liveness:
         clock: Callable[[], float],
         probe_dead_for: float,
         leading: Callable[[], bool] = lambda: True,
+        *,
+        watch: PollAlerts,
         dead_node_retention: float = 86_400.0,
         figures: MonitorFigures | None = None,
     ) -> None:
@@ -64,6 +67,7 @@ class Liveness:
         self._clock = clock
         self._probe_dead_for = probe_dead_for
         self._leading = leading  # False once the lock lapsed: a stale leader records nothing
+        self._watch = watch
         self._samples: dict[int, tuple[int, float]] = {}  # crawler -> (count, at)
         self._dead_node_retention = dead_node_retention
         self._pruned_at: float | None = None
@@ -92,6 +96,9 @@ class Liveness:
                 )
             )
             self._record_statuses(session, reports, targets, now)
+            if self._detector is not None:  # one leader judges nodes, so one tells of them
+                self._watch.holding(reports, {n: t.url for n, t in targets.items()})
+            self._watch.flush(session)
         self._remember(reports, targets, gone, live)
         self._prune(now)
 
@@ -183,6 +190,7 @@ class Liveness:
             node.generation += 1  # fences the old generation off (see _targets)
             self._detector.forget(node.id)
             session.execute(delete(Assignment).where(Assignment.node_id == node.id))
+            self._watch.node_dead(session, node.id, node.url)
             return True
         shown = "suspect" if verdict is Verdict.SUSPECT else "active"
         if node.state != shown:
@@ -220,6 +228,9 @@ class Liveness:
             self._decay_idle_rates(reports, rows, now)
             for crawler_id, total in self._take_departed(session, departed, runs).items():
                 rows.setdefault(crawler_id, {})["items_delivered"] = total
+            self._watch.failing_due(crawlers, now)
+            limits = dict(self._memory.limits)
+        self._watch.budgets(session, limits)  # before the counts are written
         write(session, {c: row for c, row in rows.items() if row})
 
     def _take_departed(
@@ -253,11 +264,13 @@ class Liveness:
         if crawler.failing != bool(status.get("failing")):
             crawler.failing = not crawler.failing
             self._memory.dirty.add(crawler.id)  # its state follows
+            self._watch.failing(crawler.id, crawler.failing, now)
         crawler.last_error = status.get("last_error")
         deliveries.record(session, runs, crawler, status, origin)
         if status.get("items_collected") is not None:  # None: its store has not answered yet
             count = int(status["items_collected"])
             self._sample(crawler, count, now)
+            self._watch.counted(crawler.user_id, count - crawler.items_collected)
             crawler.items_collected = count
             crawler.lost_until = None  # counted from the store after any lost node stopped
         after = (crawler.last_error, crawler.items_delivered, crawler.items_collected)

@@ -22,9 +22,11 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from blackwidow.alerts.events import Emitter
 from blackwidow.metrics.figures import MonitorFigures
 from blackwidow.models import utcnow
 from blackwidow.monitor import holders, leader
+from blackwidow.monitor.alerting import PollAlerts
 from blackwidow.monitor.detector import PhiAccrualDetector, PhiSettings
 from blackwidow.monitor.liveness import Liveness
 from blackwidow.monitor.memory import ShardMemory
@@ -74,6 +76,7 @@ class Leadership:
         settings: Settings,
         record: Callable[[Leadership, float], None],
         figures: MonitorFigures,
+        alerts: Emitter,
     ) -> None:
         self.shard = shard
         self.figures = figures
@@ -100,6 +103,7 @@ class Leadership:
             clock=time.monotonic,
             probe_dead_for=2 * settings.detach_after,
             leading=self.valid,
+            watch=PollAlerts(alerts, settings.source_failing_after, settings.node_holding_items),
             dead_node_retention=settings.dead_node_retention,
             figures=figures,
         )
@@ -112,6 +116,7 @@ class Leadership:
             shard=shard,
             leading=self.valid,
             figures=figures,
+            alerts=alerts,
         )
         self._threads = [
             threading.Thread(target=self._poll, name=f"poll-{shard}", daemon=True),
@@ -162,10 +167,13 @@ class Leadership:
 
 
 class MonitorLoop(threading.Thread):
-    def __init__(self, sessions: sessionmaker[Session], settings: Settings) -> None:
+    def __init__(
+        self, sessions: sessionmaker[Session], settings: Settings, alerts: Emitter
+    ) -> None:
         super().__init__(name="monitor", daemon=True)
         self._sessions = sessions
         self._settings = settings
+        self._alerts = alerts  # where the shards' leaders put the transitions they see
         # host and pid tell support staff which process leads (GET /api/v1/health)
         self._holder = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._place = holders.here()  # lets a restarted hub take a dead holder's locks
@@ -220,6 +228,7 @@ class MonitorLoop(threading.Thread):
                         self._settings,
                         self._record_cycle,
                         saved,
+                        self._alerts,
                     )
         for shard, why in drops:
             self._drop(shard, why)

@@ -34,6 +34,7 @@ class NodeReport:
     removed: list[int] = field(default_factory=list)
     subscriber_total: int = 0
     data_source_total: int = 0
+    held: int = 0  # items the node holds while its store or queue is down
     answered_at: float = 0.0  # when the answer came: the heartbeat, whatever other nodes do
     renewal: str | None = None  # the node's token, echoed by the next poll to renew its leases
     departed: list[dict[str, Any]] = field(default_factory=list)  # stopped sources' final counts
@@ -60,6 +61,7 @@ class NodeReport:
             removed=[int(c) for c in answer.get("removed", [])],
             subscriber_total=int(totals.get("subscribers", len(subscribers))),
             data_source_total=int(totals.get("data_sources", len(data_sources))),
+            held=int(totals.get("held", 0)),
             answered_at=answered_at,
             renewal=renewal if _is_token(renewal) else None,
             departed=list(answer.get("departed_data_sources") or []),

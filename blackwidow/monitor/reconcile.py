@@ -19,6 +19,8 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import changes
+from blackwidow.alerts import events
+from blackwidow.alerts.events import Emitter, Event
 from blackwidow.metrics.figures import MonitorFigures
 from blackwidow.monitor import leases
 from blackwidow.monitor.desired import facts, spec
@@ -55,6 +57,8 @@ class Reconciler:
         leading: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.monotonic,
         figures: MonitorFigures | None = None,
+        *,
+        alerts: Emitter,
     ) -> None:
         self._sessions = sessions
         self._clock = clock
@@ -70,6 +74,8 @@ class Reconciler:
         self._targets: dict[int, NodeTarget] = {}
         self._budget: dict[int, ShardBudget] = {}  # this pass: user id -> its budget here
         self._first_take = True
+        self._alerts = alerts
+        self._failed: list[Event] = []  # this pass: crawler.failed, emitted as it is recorded
 
     def reconcile_once(self, targets: dict[int, NodeTarget]) -> None:
         """One pass: plan, push the plan, record what the nodes acknowledged."""
@@ -81,6 +87,8 @@ class Reconciler:
             write(session, rows)
             save_assignments(session, placed, unplaced)
             changes.taken(session, taken)
+            self._alerts.emit(session, self._failed)
+        self._failed = []
 
     def plan(self) -> tuple[Plan, list[int]]:
         """Take crawler changes and decide what to push and remove; the plan, and the ids of
@@ -301,6 +309,9 @@ class Reconciler:
         elif not places and crawler.lost_until is None:  # a lost node's count is unsure
             leases.release(crawler)
         if crawler.id in outcome.rejected:
+            if crawler.state != "failed":
+                error = outcome.rejected[crawler.id]
+                self._failed.append(events.crawler_failed(crawler.id, crawler.user_id, error))
             crawler.state, crawler.last_error = "failed", outcome.rejected[crawler.id]
         else:
             crawler.state = state_of(facts(crawler, crawler.user_id in exhausted, running))

@@ -11,6 +11,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
+from blackwidow.alerts.outbox import Outbox
 from blackwidow.models import Crawler, Node
 from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient
@@ -47,7 +48,15 @@ def specs(sessions: sessionmaker[Session], node_id: int) -> dict[int, Subscriber
     memory.live = (node_id,)
     memory.view.apply(node_id, NodeReport(Cursor("stream", 1), True, [], []))
     client = NodeClient("cluster-secret", timeout=1.0)
-    reconciler = Reconciler(sessions, client, memory, Router("modulo"), HORIZON, Shard())
+    reconciler = Reconciler(
+        sessions,
+        client,
+        memory,
+        Router("modulo"),
+        HORIZON,
+        Shard(),
+        alerts=Outbox(cluster_hook=False),
+    )
     plan, _taken = reconciler.plan()
     return {spec.crawler_id: spec for spec in plan.pushes.get(node_id, [])}
 

@@ -97,8 +97,8 @@ def test_figures_move_after_monitor_cycles_and_a_deleted_node_leaves_no_series(
         body = {"name": "c", "source": "rss", "query": {"feeds": [feeds.url("/rss")]}}
         created = client.post("/api/v1/crawlers", json=body, headers=bearer(user["token"]))
         assert created.status_code == 201, created.json
-        settings = hub_app.extensions["blackwidow"].settings.replace(poll_interval=0.2)
-        loop = MonitorLoop(sessions, settings)
+        hub = hub_app.extensions["blackwidow"]
+        loop = MonitorLoop(sessions, hub.settings.replace(poll_interval=0.2), hub.alerts)
         loop.start()
         try:
             families = wait_until(
