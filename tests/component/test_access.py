@@ -49,6 +49,9 @@ def rss(name: str, feed: str = "https://blog.example/feed") -> dict[str, Any]:
 
 
 CREDENTIAL = "/api/v1/users/<int:user_id>/credentials/<source>/<name>"
+WEBHOOKS = "/api/v1/users/<int:user_id>/webhooks"
+# a literal global address: no DNS needed, and the fetch rules let it through
+WEBHOOK = {"url": f"http://93.184.215.14/{PRIVATE}", "secret": "mallory-secret"}
 
 
 ACCESS: dict[tuple[str, str], Rule] = {
@@ -85,6 +88,11 @@ ACCESS: dict[tuple[str, str], Rule] = {
     ("GET", "/api/v1/users/<int:user_id>/credentials"): Rule(Access.SELF),
     ("PUT", CREDENTIAL): Rule(Access.SELF, {"bearer_token": "mallory-token"}),
     ("DELETE", CREDENTIAL): Rule(Access.SELF),
+    ("GET", WEBHOOKS): Rule(Access.SELF),
+    ("POST", WEBHOOKS): Rule(Access.SELF, WEBHOOK),
+    ("DELETE", f"{WEBHOOKS}/<int:webhook_id>"): Rule(Access.SELF),
+    ("GET", f"{WEBHOOKS}/deliveries"): Rule(Access.SELF),
+    ("GET", "/api/v1/webhooks/deliveries"): Rule(Access.ADMIN),
 }
 
 # The path variable that names whose record a scoped route reaches.
@@ -110,12 +118,13 @@ def route_id(route: tuple[str, str]) -> str:
 @dataclass
 class World:
     """Two users, each with a crawler and an item in the same conversation; A has a stored
-    credential too."""
+    credential and a webhook too."""
 
     ana: dict[str, Any]
     bob: dict[str, Any]
     ana_crawler: dict[str, Any]
     bob_crawler: dict[str, Any]
+    ana_webhook: int
 
     def path(self, rule: str, **given: Any) -> str:
         """The rule with its variables filled: by default, A's crawler, A and A's credential."""
@@ -126,6 +135,7 @@ class World:
             "name": "default",
             "conversation_id": THREAD,
             "filename": "anything.txt",
+            "webhook_id": self.ana_webhook,
             **given,
         }
 
@@ -176,7 +186,11 @@ def world(hub_app: Flask, client: FlaskClient, make_user: Callable[..., dict[str
         headers=bearer(ana["token"]),
     )
     assert stored.status_code == 201, stored.json
-    return World(ana, bob, *crawlers)
+    hook = client.post(
+        f"/api/v1/users/{ana['id']}/webhooks", json=WEBHOOK, headers=bearer(ana["token"])
+    )
+    assert hook.status_code == 201, hook.json
+    return World(ana, bob, *crawlers, hook.json["id"])
 
 
 def snapshot(app: Flask, world: World) -> dict[str, Any]:

@@ -68,9 +68,7 @@ def test_a_delivery_is_signed_over_the_raw_body(sessions, receiver, make_user) -
     assert set(body) == {"id", "type", "at", "node_id", "url"}
 
 
-def test_failures_are_retried_on_the_backoff_schedule_with_one_event_id(
-    sessions, receiver
-) -> None:
+def test_failures_are_retried_on_the_backoff_schedule_with_one_event_id(sessions, receiver) -> None:
     receiver.fail_first = 2
     emit(sessions, events.node_back(1, "http://n1"))
     worker, start = deliverer(sessions, receiver), utcnow()
