@@ -36,7 +36,7 @@ class Backoff:
 
     first_after: float = 2.0
     max_after: float = 600.0
-    attempts: int = 12  # about an hour and a half of retries in all
+    attempts: int = 12  # retries over about 37 minutes in all
 
     def after(self, failed: int) -> float:
         return min(self.max_after, self.first_after * 2 ** (failed - 1))

@@ -164,3 +164,34 @@ def test_secrets_stay_out_of_repr(name, secret):
     text = repr(settings)
     assert "do-not-log" not in text
     assert "sqlite:///visible.db" in text  # repr still shows the rest
+
+
+def test_webhook_settings_are_read_and_checked():
+    settings = from_env(
+        {
+            "BLACKWIDOW_WEBHOOK_URL": "https://hooks.example/bw",
+            "BLACKWIDOW_WEBHOOK_SECRET": "s3cret",
+            "BLACKWIDOW_SOURCE_FAILING_AFTER": "120",
+            "BLACKWIDOW_NODE_HOLDING_ITEMS": "50",
+        }
+    )
+    assert (settings.webhook_url, settings.webhook_secret) == ("https://hooks.example/bw", "s3cret")
+    assert (settings.source_failing_after, settings.node_holding_items) == (120.0, 50)
+    assert "s3cret" not in repr(settings) and "hooks.example" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("environ", "named"),
+    [
+        ({"BLACKWIDOW_WEBHOOK_URL": "ftp://hooks.example/x"}, "BLACKWIDOW_WEBHOOK_URL"),
+        ({"BLACKWIDOW_WEBHOOK_URL": "https:///no-host"}, "BLACKWIDOW_WEBHOOK_URL"),
+        ({"BLACKWIDOW_WEBHOOK_URL": "https://hooks.example/x"}, "BLACKWIDOW_WEBHOOK_SECRET"),
+        ({"BLACKWIDOW_WEBHOOK_SECRET": "s3cret"}, "BLACKWIDOW_WEBHOOK_SECRET"),
+        ({"BLACKWIDOW_SOURCE_FAILING_AFTER": "0"}, "BLACKWIDOW_SOURCE_FAILING_AFTER"),
+        ({"BLACKWIDOW_NODE_HOLDING_ITEMS": "-1"}, "BLACKWIDOW_NODE_HOLDING_ITEMS"),
+    ],
+)
+def test_bad_webhook_settings_name_the_variable(environ, named):
+    with pytest.raises(SettingsError) as raised:
+        from_env(environ)
+    assert raised.value.name == named
