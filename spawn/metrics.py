@@ -111,7 +111,8 @@ class _NodeState(Collector):
         )
         yield GaugeMetricFamily(
             "blackwidow_items_held",
-            "Items subscribers hold while the store or queue is down, or a lease is spent",
+            "Items subscribers hold while the store or queue is down, or a lease is spent or"
+            " lapsed",
             value=sum(status["held"] for status in statuses),
         )
         stats = self._outbox_stats() if self._outbox_stats else {"pending": 0, "failed_pushes": 0}
