@@ -101,7 +101,7 @@ def test_figures_move_after_monitor_cycles_and_a_deleted_node_leaves_no_series(
         loop = MonitorLoop(sessions, hub.settings.replace(poll_interval=0.2), hub.alerts)
         loop.start()
         try:
-            families = wait_until(
+            running = wait_until(
                 lambda: (
                     (f := scrape(client))
                     and value(f, "blackwidow_crawlers", state="running") == 1
@@ -109,6 +109,17 @@ def test_figures_move_after_monitor_cycles_and_a_deleted_node_leaves_no_series(
                     and f
                 ),
                 what="the crawler running and cycles recorded",
+            )
+            # a pass's figures are saved just after it records the crawler running (and a
+            # new leader holds a budgeted crawler for a while first): one more cycle has them
+            cycles = value(running, "blackwidow_monitor_cycle_seconds", "_count")
+            families = wait_until(
+                lambda: (
+                    (f := scrape(client))
+                    and value(f, "blackwidow_monitor_cycle_seconds", "_count") > cycles
+                    and f
+                ),
+                what="a cycle recorded after the crawler ran",
             )
         finally:
             loop.stop()
