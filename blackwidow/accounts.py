@@ -44,6 +44,14 @@ def get_user(session: Session, caller: Caller, user_id: int) -> User:
     return user
 
 
+def listing(session: Session, caller: Caller) -> list[User]:
+    """The users a caller may see: every user for the admin, else only themself."""
+    query = select(User).order_by(User.id)
+    if not caller.is_admin:
+        query = query.where(User.id == caller.user_id)
+    return list(session.scalars(query))
+
+
 def update_user(session: Session, user: User, edits: dict[str, Any]) -> User:
     """A new item budget (None: no limit). Every crawler of the user is recorded as changed,
     so the monitor reads the new budget and, when it was raised, runs them again."""

@@ -34,6 +34,18 @@ def identify(session: Session, authorization: str | None, admin_token: str | Non
     return Caller(user_id=user_id)
 
 
+def identify_by_hash(session: Session, token_hash: str, admin_token: str | None) -> Caller | None:
+    """The caller whose token hashes to `token_hash`, or None: how the dashboard's session,
+    which keeps the hash and never the token, is checked again on every request, so a
+    changed admin token or a deleted user ends the sessions made with the old one."""
+    admin_hash = hash_token(admin_token) if admin_token else None
+    if same_secret(token_hash, admin_hash):
+        return Caller(user_id=None, is_admin=True)
+    known = select(User.id).where(User.token_hash == token_hash)
+    user_id = session.connection().scalar(known)
+    return None if user_id is None else Caller(user_id=user_id)
+
+
 def require_admin(caller: Caller) -> None:
     if not caller.is_admin:
         raise ApiError(403, "forbidden", "admin token required", "Authorization")

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from blackwidow.alerts import events
 from blackwidow.alerts.events import Emitter
-from blackwidow.models import LIVE_NODE_STATES, Crawler, Node, utcnow
+from blackwidow.models import LIVE_NODE_STATES, Crawler, MonitorLock, Node, utcnow
+from blackwidow.monitor.leader import lock_name
+from blackwidow.node_protocol import Shard
+
+_NODE_FIELDS = ("id", "url", "state", "generation", "subscribers", "data_sources")
+_NODE_FIELDS += ("last_polled_at",)
 
 
 def register(session: Session, url: str, capacity: int, alerts: Emitter) -> Node:
@@ -35,6 +41,24 @@ def register(session: Session, url: str, capacity: int, alerts: Emitter) -> Node
 
 def listing(session: Session) -> list[Node]:
     return list(session.scalars(select(Node).order_by(Node.id)))
+
+
+def report(session: Session, shards: int) -> list[dict[str, Any]]:
+    """Every node with its phi: what `GET /api/v1/nodes` answers and the dashboard shows."""
+    phi = judged_phi(session, shards)
+    return [
+        {**{name: getattr(node, name) for name in _NODE_FIELDS}, "phi": phi.get(node.id)}
+        for node in listing(session)
+    ]
+
+
+def judged_phi(session: Session, shards: int) -> dict[int, float]:
+    """Each live node's phi as shard 0's leader last judged it (only it judges nodes), from
+    the figures it saves with its lock every cycle (blackwidow.metrics.figures)."""
+    saved = session.scalar(
+        select(MonitorLock.figures).where(MonitorLock.name == lock_name(Shard(0, shards)))
+    )
+    return {int(node): float(value) for node, value in ((saved or {}).get("phi") or {}).items()}
 
 
 def count(session: Session) -> dict[str, int]:

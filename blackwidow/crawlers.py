@@ -13,7 +13,7 @@ from blackwidow.auth import Caller
 from blackwidow.crawler_keys import key_for
 from blackwidow.errors import ApiError, invalid_input
 from blackwidow.models import MAX_INTEGER, Assignment, Crawler, Node
-from blackwidow.monitor.node_client import NodeTarget
+from blackwidow.monitor.node_client import NodeClient, NodeTarget, NodeUnreachable
 from sources.model import DEFAULT_PRIORITY
 from sources.registry import SOURCE_TYPES
 
@@ -107,8 +107,30 @@ def visible(caller: Caller) -> Any:
     return True if caller.is_admin else Crawler.user_id == caller.user_id
 
 
-def listing(session: Session, caller: Caller) -> list[Crawler]:
-    return list(session.scalars(select(Crawler).where(visible(caller)).order_by(Crawler.id)))
+def listing(
+    session: Session,
+    caller: Caller,
+    state: str | None = None,
+    source: str | None = None,
+    source_key: str | None = None,
+) -> list[Crawler]:
+    """The caller's crawlers (the admin's: all), narrowed by state, source type or source key."""
+    query = select(Crawler).where(visible(caller)).order_by(Crawler.id)
+    for column, wanted in ((Crawler.state, state), (Crawler.source, source)):
+        if wanted is not None:
+            query = query.where(column == wanted)
+    if source_key is not None:
+        query = query.where(Crawler.uuid == source_key)
+    return list(session.scalars(query))
+
+
+def listing_with_nodes(
+    session: Session, caller: Caller, **filters: str | None
+) -> list[tuple[Crawler, int | None]]:
+    """Each crawler `listing` gives, with the node it is assigned to: what the REST list and
+    the dashboard both show."""
+    nodes = assigned_nodes(session, caller)
+    return [(c, nodes.get(c.id)) for c in listing(session, caller, **filters)]
 
 
 def of_user(session: Session, user_id: int) -> list[Crawler]:
@@ -145,6 +167,12 @@ def update(session: Session, crawler: Crawler, edits: dict[str, Any]) -> Crawler
     return crawler
 
 
+def edit(session: Session, caller: Caller, crawler_id: int, edits: dict[str, Any]) -> Crawler:
+    """PATCH /crawlers/<id> and the dashboard's forms alike: the caller's crawler (another
+    user's is missing), changed by edits a CrawlerUpdate schema has validated."""
+    return update(session, get(session, caller, crawler_id), edits)
+
+
 def remove(session: Session, crawler: Crawler) -> None:
     """Delete a crawler; the monitor removes its subscriber from its node."""
     changes.record(session, [crawler])
@@ -179,3 +207,15 @@ def assigned_nodes(session: Session, caller: Caller) -> dict[int, int]:
     """crawler id -> node id, for every assigned crawler the caller may see, in one query."""
     query = select(Assignment.crawler_id, Assignment.node_id).join(Crawler).where(visible(caller))
     return dict(session.execute(query).all())
+
+
+def feed_health(client: NodeClient, node: NodeTarget | None, crawler_id: int) -> dict[str, Any]:
+    """Each feed's health as the node running the crawler tells it now (no transaction should
+    be open: it waits on the node); `feeds` is None when no node runs it or answers."""
+    if node is None:
+        return {"node_id": None, "feeds": None}
+    try:
+        detail = client.subscriber(node, crawler_id)
+    except NodeUnreachable:
+        detail = None
+    return {"node_id": node.id, "feeds": detail.get("feeds") if detail else None}

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from blackwidow.models import Crawler, MonitorLock, Node
 from blackwidow.monitor.leader import lock_name
 from blackwidow.node_protocol import Shard
+from blackwidow.queue import ItemQueue
 from blackwidow.store import Store
 
 
@@ -29,7 +30,15 @@ def _shard(lock: MonitorLock | None, now: datetime) -> dict[str, Any]:
     }
 
 
-def detail(session: Session, store: Store, now: datetime, shards: int = 1) -> dict[str, Any]:
+def detail(
+    session: Session,
+    store: Store,
+    now: datetime,
+    shards: int = 1,
+    queue: ItemQueue | None = None,
+) -> dict[str, Any]:
+    """What `GET /api/v1/health` answers and the dashboard's cluster page shows. The queue
+    (Redis) is reported, not judged: the nodes hold items in their outboxes while it is down."""
     names = [lock_name(Shard(index, shards)) for index in range(shards)]
     locks = {
         row.name: row
@@ -53,4 +62,5 @@ def detail(session: Session, store: Store, now: datetime, shards: int = 1) -> di
         "crawlers": _counts_by(session, Crawler.state),
         "monitor": monitor,
         "store": {"ok": store_ok},
+        "queue": {"configured": queue is not None, "ok": None if queue is None else queue.ping()},
     }

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from blackwidow import crawlers
 from blackwidow.models import BilledTotal, Crawler, User
 
 
@@ -36,6 +37,11 @@ def summary(user: User, owned: Sequence[Crawler], billed: Mapping[str, int]) -> 
         "by_source": by_source,
         "crawlers": list(owned),  # the response schema picks the fields it shows
     }
+
+
+def report(session: Session, user: User) -> dict[str, Any]:
+    """`GET /api/v1/users/<id>/usage` and the dashboard's users page: a user's summary."""
+    return summary(user, crawlers.of_user(session, user.id), billed(session, user.id))
 
 
 def billed(session: Session, user_id: int) -> dict[str, int]:

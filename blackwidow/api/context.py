@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from blackwidow.alerts.events import Emitter
 from blackwidow.auth import Caller
 from blackwidow.monitor.node_client import NodeClient
+from blackwidow.queue import ItemQueue
 from blackwidow.settings import Settings
 from blackwidow.store import Store
 
@@ -25,6 +26,7 @@ class Hub:
     store: Store
     nodes: NodeClient  # for what only a node knows, such as its feeds' health
     alerts: Emitter  # events the API sees, such as a dead node registering again
+    queue: ItemQueue | None = None  # the nodes' Redis queue, pinged for the health detail
 
 
 def hub() -> Hub:

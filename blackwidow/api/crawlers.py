@@ -14,13 +14,13 @@ from blackwidow.api.schemas import (
     CrawlerBatchOut,
     CrawlerCreate,
     CrawlerFeedsOut,
+    CrawlerListArgs,
     CrawlerOut,
     CrawlerUpdate,
     ItemsArgs,
     ItemsOut,
 )
 from blackwidow.models import Crawler
-from blackwidow.monitor.node_client import NodeTarget, NodeUnreachable
 
 _CRAWLER_FIELDS = [name for name in CrawlerOut().fields if name != "node_id"]
 
@@ -34,22 +34,14 @@ def _out(crawler: Crawler, node_id: int | None) -> dict[str, Any]:
     }
 
 
-def _feeds(node: NodeTarget, crawler_id: int) -> list[dict[str, Any]] | None:
-    try:
-        detail = hub().nodes.subscriber(node, crawler_id)
-    except NodeUnreachable:
-        return None
-    return detail.get("feeds") if detail else None
-
-
 @blp.route("")
 class Crawlers(MethodView):
+    @blp.arguments(CrawlerListArgs(), location="query")
     @blp.response(200, CrawlerOut(many=True))
-    def get(self) -> list[dict[str, Any]]:
+    def get(self, filters: dict[str, Any]) -> list[dict[str, Any]]:
         with transaction() as session:
-            who = caller()
-            nodes = crawlers.assigned_nodes(session, who)
-            return [_out(c, nodes.get(c.id)) for c in crawlers.listing(session, who)]
+            listed = crawlers.listing_with_nodes(session, caller(), **filters)
+            return [_out(crawler, node_id) for crawler, node_id in listed]
 
     @blp.arguments(CrawlerCreate())
     @blp.response(201, CrawlerOut)
@@ -82,8 +74,7 @@ class CrawlerById(MethodView):
     @blp.response(200, CrawlerOut)
     def patch(self, edits: dict[str, Any], crawler_id: int) -> dict[str, Any]:
         with transaction() as session:
-            crawler = crawlers.get(session, caller(), crawler_id)
-            crawlers.update(session, crawler, edits)
+            crawler = crawlers.edit(session, caller(), crawler_id, edits)
             return _out(crawler, crawlers.node_of(session, crawler_id))
 
     @blp.response(204)
@@ -100,10 +91,7 @@ class CrawlerFeeds(MethodView):
         with transaction() as session:
             crawlers.get(session, caller(), crawler_id)
             node = crawlers.running_node(session, crawler_id)
-        return {
-            "node_id": None if node is None else node.id,
-            "feeds": None if node is None else _feeds(node, crawler_id),
-        }
+        return crawlers.feed_health(hub().nodes, node, crawler_id)
 
 
 @blp.route("/<int:crawler_id>/items")

@@ -1,6 +1,10 @@
 """The gate in front of every hub view: the caller is settled before anything reads the
 request's body or query, so a stranger gets a 401 whatever they send, never a 400 or 422 that
-would tell them the shape of the API. A route is closed unless listed here as open."""
+would tell them the shape of the API. A route is closed unless listed here as open.
+
+The dashboard's pages (outside /api/) pass the same gate, but name their caller by the session
+cookie its sign-in set, not by a bearer token; a stranger is sent to the sign-in page, and a
+posted form is checked for its CSRF token only once the caller is known."""
 
 from __future__ import annotations
 
@@ -13,12 +17,15 @@ from flask import Flask, g, request
 from blackwidow.api.context import hub
 from blackwidow.api.json_body import refuse_unreadable_json
 from blackwidow.auth import identify
+from blackwidow.dashboard import session as dashboard_session
 from blackwidow.tokens import require_cluster
 
 OPEN = frozenset({"static", "api-docs.openapi_json", "health.healthz", "health.health_detail"})
 OPEN |= {"nodes.NodeCountView"}  # for autoscalers
 OPEN |= {"metrics"}  # checks its own token and networks (blackwidow.metrics.exposition)
+OPEN |= {"dashboard.signin", "dashboard.static"}  # the sign-in page and its stylesheet
 CLUSTER = frozenset({("nodes.Nodes", "POST")})  # node registration: the cluster secret
+SIGNED_IN = "dashboard."  # endpoints whose caller is the dashboard's session, not a token
 
 
 def guard_every_view(app: Flask) -> None:
@@ -40,6 +47,9 @@ def _guarded(endpoint: str, view: Callable[..., Any]) -> Callable[..., Any]:
 
 def _admit(endpoint: str) -> None:
     """Raise the 401 for a caller this endpoint does not admit; remember who is calling."""
+    if endpoint.startswith(SIGNED_IN):
+        dashboard_session.admit(open_page=endpoint in OPEN)
+        return
     if endpoint in OPEN:
         return
     authorization = request.headers.get("Authorization")

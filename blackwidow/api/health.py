@@ -21,4 +21,5 @@ def healthz() -> dict[str, Any]:
 @blp.route("/api/v1/health")
 def health_detail() -> dict[str, Any]:
     with transaction() as session:
-        return health.detail(session, hub().store, utcnow(), hub().settings.monitor_shards)
+        settings = hub().settings
+        return health.detail(session, hub().store, utcnow(), settings.monitor_shards, hub().queue)

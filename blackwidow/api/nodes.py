@@ -19,10 +19,10 @@ blp = Blueprint("nodes", __name__, url_prefix="/api/v1/nodes", description="Spaw
 @blp.route("")
 class Nodes(MethodView):
     @blp.response(200, NodeOut(many=True))
-    def get(self) -> list[Node]:
+    def get(self) -> list[dict[str, Any]]:
         with transaction() as session:
             require_admin(caller())
-            return cluster.listing(session)
+            return cluster.report(session, hub().settings.monitor_shards)
 
     @blp.arguments(NodeRegister())
     @blp.response(201, NodeRegistered)

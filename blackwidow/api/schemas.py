@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from marshmallow import INCLUDE, Schema, fields, validate
+from typing import Any
 
+from marshmallow import INCLUDE, Schema, ValidationError, fields, validate
+
+from blackwidow.errors import invalid_input
 from blackwidow.models import MAX_INTEGER
 from sources.model import DEFAULT_PRIORITY, PRIORITIES
 from sources.registry import CREDENTIAL_SCHEMAS, SOURCE_TYPES
@@ -138,6 +141,21 @@ class CrawlerUpdate(Schema):
     )
 
 
+class CrawlerListArgs(Schema):
+    state = fields.String(
+        validate=validate.Length(max=20), metadata={"description": "only crawlers in this state"}
+    )
+    source = fields.String(
+        validate=validate.Length(max=40), metadata={"description": "only this source type"}
+    )
+    uuid = fields.String(
+        data_key="uuid",
+        attribute="source_key",
+        validate=validate.Length(max=36),
+        metadata={"description": "only crawlers of this source key (sharing a data source)"},
+    )
+
+
 class CrawlerOut(Schema):
     id = fields.Integer()
     uuid = fields.String(metadata={"description": "source key"})
@@ -153,6 +171,7 @@ class CrawlerOut(Schema):
     node_id = fields.Integer(allow_none=True)
     items_collected = fields.Integer()
     items_delivered = fields.Integer(metadata={"description": "items its providers delivered"})
+    rate = fields.Float(metadata={"description": "items stored per second, smoothed over polls"})
     last_error = fields.String(allow_none=True)
 
 
@@ -223,6 +242,10 @@ class NodeOut(Schema):
     subscribers = fields.Integer()
     data_sources = fields.Integer()
     last_polled_at = fields.DateTime(allow_none=True)
+    phi = fields.Float(
+        allow_none=True,
+        metadata={"description": "the failure detector's phi at the last judgement; null: none"},
+    )
 
 
 class NodeCount(Schema):
@@ -287,3 +310,12 @@ class ErrorDetail(Schema):
 
 class ErrorOut(Schema):
     error = fields.Nested(ErrorDetail)
+
+
+def validated(schema: Schema, data: Any) -> dict[str, Any]:
+    """`data` loaded by `schema`, or the 422 naming the first bad field: for input that does
+    not come through a REST view's arguments (the dashboard's forms), checked alike."""
+    try:
+        return schema.load(data)
+    except ValidationError as error:
+        raise invalid_input(error.messages) from None

@@ -7,7 +7,7 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from blackwidow import accounts, crawlers, usage
+from blackwidow import accounts, usage
 from blackwidow.api.context import caller, transaction
 from blackwidow.api.schemas import UsageOut, UserCreate, UserCreated, UserOut, UserUpdate
 from blackwidow.auth import require_admin
@@ -20,6 +20,13 @@ blp = Blueprint(
 
 @blp.route("")
 class Users(MethodView):
+    @blp.response(200, UserOut(many=True))
+    def get(self) -> list[User]:
+        with transaction() as session:
+            who = caller()
+            require_admin(who)
+            return accounts.listing(session, who)
+
     @blp.arguments(UserCreate())
     @blp.response(201, UserCreated)
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -51,6 +58,4 @@ class UserUsage(MethodView):
     @blp.response(200, UsageOut)
     def get(self, user_id: int) -> dict[str, Any]:
         with transaction() as session:
-            user = accounts.get_user(session, caller(), user_id)
-            owned = crawlers.of_user(session, user_id)
-            return usage.summary(user, owned, usage.billed(session, user_id))
+            return usage.report(session, accounts.get_user(session, caller(), user_id))
