@@ -1,4 +1,5 @@
-"""The hub's Flask app factory: wires settings, SQL, the store and the REST blueprints."""
+"""The hub's Flask app factory: wires settings, SQL, the store, the REST blueprints and the
+dashboard."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from blackwidow.api.contention import retry_every_view
 from blackwidow.api.context import Hub
 from blackwidow.api.gate import guard_every_view
 from blackwidow.api.schemas import ErrorOut
+from blackwidow.dashboard import init_dashboard
 from blackwidow.errors import error_body, http_error_response, register_error_handlers
 from blackwidow.metrics.hub import serve_hub_metrics
 from blackwidow.monitor.node_client import NodeClient
+from blackwidow.queue import open_queue
 from blackwidow.settings import Settings
 from blackwidow.store import Store, StoreUnavailable, open_store
 
@@ -52,6 +55,7 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
             settings.cluster_secret, timeout=NODE_ANSWER_TIMEOUT, networks=settings.node_networks
         ),
         alerts=Outbox(cluster_hook=settings.webhook_url is not None),
+        queue=open_queue(settings.redis_url, settings.queue_maxlen),
     )
     api = HubApi(app)
     for blueprint in (
@@ -65,6 +69,7 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
     ):
         api.register_blueprint(blueprint)
     serve_hub_metrics(app, app.extensions["blackwidow"].sessions, settings)
+    init_dashboard(app, settings)
     guard_every_view(app)
     retry_every_view(app)
     register_error_handlers(app)

@@ -6,6 +6,8 @@ Durations are seconds everywhere. Secrets are kept out of repr so they never rea
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import hmac
 import ipaddress
 import json
 import math
@@ -84,6 +86,10 @@ class Settings:
     webhook_secret: str | None = field(default=None, repr=False)
     source_failing_after: float = 300.0  # seconds a data source gets nothing before an alert
     node_holding_items: int = 1000  # items a node holds during an outage before an alert
+    # signs the dashboard's session cookie; unset, it is derived from the cluster secret
+    session_secret: str | None = field(default=None, repr=False)
+    # mark the session cookie Secure although the hub sees plain http (TLS ends at a proxy)
+    session_cookie_secure: bool = False
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
@@ -208,6 +214,13 @@ def _webhook_url(name: str, raw: str) -> str:
     return raw.strip()
 
 
+def _flag(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value not in ("0", "1", "true", "false", "yes", "no"):
+        raise SettingsError(name, f"expected 1 or 0, got {raw!r}")
+    return value in ("1", "true", "yes")
+
+
 def _text(name: str, raw: str) -> str:
     if not raw.strip():
         raise SettingsError(name, "must not be empty")
@@ -254,6 +267,8 @@ _VARIABLES = {
     "BLACKWIDOW_WEBHOOK_SECRET": ("webhook_secret", _text),
     "BLACKWIDOW_SOURCE_FAILING_AFTER": ("source_failing_after", _seconds),
     "BLACKWIDOW_NODE_HOLDING_ITEMS": ("node_holding_items", _positive_int),
+    "BLACKWIDOW_SESSION_SECRET": ("session_secret", _text),
+    "BLACKWIDOW_SESSION_COOKIE_SECURE": ("session_cookie_secure", _flag),
 }
 
 
@@ -281,3 +296,18 @@ def from_env(environ: Mapping[str, str] | None = None) -> Settings:
             "(every delivery is signed)",
         )
     return settings
+
+
+_SESSION_KEY_LABEL = b"blackwidow dashboard session cookies"
+
+
+def session_key(settings: Settings) -> bytes | None:
+    """The key that signs the dashboard's session cookies: BLACKWIDOW_SESSION_SECRET, else one
+    derived from the cluster secret (or the admin token), so every hub process and gunicorn
+    worker signs alike without another secret to set. None: no secret, so no sign-in."""
+    if settings.session_secret:
+        return settings.session_secret.encode()
+    base = settings.cluster_secret or settings.admin_token
+    if not base:
+        return None
+    return hmac.new(base.encode(), _SESSION_KEY_LABEL, hashlib.sha256).digest()

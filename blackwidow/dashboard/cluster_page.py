@@ -1,0 +1,32 @@
+"""The cluster page: nodes, the monitor's leaders and last cycle, store and queue health.
+
+Read through the functions behind `GET /api/v1/health`, `GET /api/v1/nodes` (the admin's)
+and `GET /api/v1/nodes/count` (anyone's): a user sees what the API shows a user.
+"""
+
+from __future__ import annotations
+
+from flask import render_template
+from flask.typing import ResponseReturnValue
+
+from blackwidow import cluster, health
+from blackwidow.api.context import caller, hub, transaction
+from blackwidow.dashboard.blueprint import blp
+from blackwidow.models import utcnow
+
+
+@blp.route("/", endpoint="cluster")
+def cluster_page() -> ResponseReturnValue:
+    who, settings = caller(), hub().settings
+    with transaction() as session:
+        detail = health.detail(session, hub().store, utcnow(), settings.monitor_shards, hub().queue)
+        nodes = cluster.report(session, settings.monitor_shards) if who.is_admin else None
+        count = cluster.count(session)
+    return render_template(
+        "dashboard/cluster.html",
+        detail=detail,
+        nodes=nodes,
+        count=count,
+        phi_suspect=settings.phi_suspect,
+        phi_dead=settings.phi_dead,
+    )

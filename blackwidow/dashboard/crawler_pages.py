@@ -1,0 +1,111 @@
+"""The crawlers pages: the list with its filters and controls, one crawler with its newest
+items, chart, data source and who shares it, and the form that changes a crawler.
+
+Read and written through the functions behind `GET /api/v1/crawlers`, `GET/PATCH
+/api/v1/crawlers/<id>`, `.../items` and `.../feeds`, with the same isolation: another
+user's crawler is missing here as it is there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import flash, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+
+from blackwidow import crawlers
+from blackwidow.api.context import caller, hub, transaction
+from blackwidow.dashboard import chart
+from blackwidow.dashboard.blueprint import blp, safe_next
+from blackwidow.dashboard.forms import crawler_edits
+from blackwidow.errors import ApiError
+from blackwidow.metrics.cluster import CRAWLER_STATES
+from blackwidow.models import utcnow
+from blackwidow.store import StoreUnavailable
+from sources.registry import SOURCE_TYPES
+
+CHART_MINUTES = 30
+CHART_ITEMS = 1000  # the newest items the chart counts: the items API's largest page
+SHOWN_ITEMS = 20
+
+
+@blp.route("/crawlers", endpoint="crawlers")
+def crawler_list() -> ResponseReturnValue:
+    filters = {
+        "state": request.args.get("state") or None,
+        "source": request.args.get("source") or None,
+    }
+    with transaction() as session:
+        listed = crawlers.listing_with_nodes(session, caller(), **filters)
+    return render_template(
+        "dashboard/crawlers.html",
+        listed=listed,
+        filters=filters,
+        states=CRAWLER_STATES,
+        sources=sorted(SOURCE_TYPES),
+        back=request.full_path.rstrip("?"),
+    )
+
+
+@blp.route("/crawlers/<int:crawler_id>", endpoint="crawler")
+def crawler_page(crawler_id: int) -> ResponseReturnValue:
+    who = caller()
+    with transaction() as session:
+        crawler = crawlers.get(session, who, crawler_id)
+        node_id = crawlers.node_of(session, crawler_id)
+        sharing = crawlers.listing_with_nodes(session, who, source_key=crawler.uuid)
+        node = crawlers.running_node(session, crawler_id)
+    feeds = crawlers.feed_health(hub().nodes, node, crawler_id)  # asks the node: no transaction
+    items, store_error = _items(crawler_id)
+    now = utcnow()
+    counts = chart.per_minute((i["fetched_at"] for i in items), now, CHART_MINUTES)
+    return render_template(
+        "dashboard/crawler.html",
+        crawler=crawler,
+        node_id=node_id,
+        sharing=[(c, n) for c, n in sharing if c.id != crawler_id],
+        feeds=feeds["feeds"],
+        items=items[:SHOWN_ITEMS],
+        store_error=store_error,
+        chart=chart.chart(counts, now),
+        chart_items=CHART_ITEMS,
+        back=request.path,
+    )
+
+
+def _items(crawler_id: int) -> tuple[list[dict[str, Any]], str | None]:
+    """The newest items, as `GET .../items` reads them; the page still shows while the store
+    is down."""
+    try:
+        return hub().store.items(crawler_id, CHART_ITEMS), None
+    except StoreUnavailable as error:
+        return [], str(error)
+
+
+@blp.route("/crawlers/<int:crawler_id>/edit", methods=["POST"], endpoint="edit_crawler")
+def edit_crawler(crawler_id: int) -> ResponseReturnValue:
+    """Enable, disable or change the limit, as `PATCH /api/v1/crawlers/<id>` does: the same
+    schema, the same update, one transaction. A refusal names the field and writes nothing."""
+    back = safe_next(request.form.get("next")) or url_for("dashboard.crawlers")
+    try:
+        edits = crawler_edits(request.form)
+        with transaction() as session:
+            crawler = crawlers.edit(session, caller(), crawler_id, edits)
+            done = f"Crawler {crawler.id} ({crawler.name}): {_described(edits)}."
+    except ApiError as error:
+        if error.status == 404:
+            raise  # another user's crawler: missing, as on the API
+        flash(f"Crawler {crawler_id} not changed: {error.message}", "error")
+        return redirect(back, 303)
+    flash(done, "done")
+    return redirect(back, 303)
+
+
+def _described(edits: dict[str, Any]) -> str:
+    said = []
+    if "enabled" in edits:
+        said.append("enabled" if edits["enabled"] else "disabled")
+    if "item_limit" in edits:
+        limit = edits["item_limit"]
+        said.append("no item limit" if limit is None else f"item limit {limit}")
+    return ", ".join(said) or "nothing to change"

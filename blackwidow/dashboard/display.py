@@ -1,0 +1,46 @@
+"""How the dashboard writes times and rates: short, in UTC, the same on every page."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from blackwidow.models import utcnow
+
+
+def _instant(value: datetime | str | None) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def ago(value: datetime | str | None, now: datetime | None = None) -> str:
+    """`4 s ago`, `3 min ago`, `2 h ago`; `never` for no time at all."""
+    instant = _instant(value)
+    if instant is None:
+        return "never"
+    seconds = max(0.0, ((now or utcnow()) - instant).total_seconds())
+    if seconds < 90:
+        return f"{seconds:.0f} s ago"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min ago"
+    if seconds < 36 * 3600:
+        return f"{seconds / 3600:.0f} h ago"
+    return f"{seconds / 86400:.0f} d ago"
+
+
+def moment(value: datetime | str | None) -> str:
+    """`2026-05-01 12:03:04 UTC`, or a dash."""
+    instant = _instant(value)
+    if instant is None:
+        return "\u2013"
+    return instant.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def per_minute(rate: float | None) -> str:
+    """A rate in items per second, as the monitor keeps it, written per minute."""
+    if not rate:
+        return "0/min"
+    value = rate * 60
+    return f"{value:.1f}/min" if value < 10 else f"{value:.0f}/min"
