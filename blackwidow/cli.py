@@ -81,11 +81,19 @@ def spawn(hub_url: str, host: str, port: int, advertise_url: str | None) -> None
 
 @main.command()
 @click.option("--duration", type=click.FloatRange(min=1), help="Stop after this many seconds.")
-def demo(duration: float | None) -> None:
-    """Hub, two nodes and a local feed server, offline; shows items arriving."""
+@click.option(
+    "--kill-node-after",
+    type=click.FloatRange(min=0),
+    default=40.0,
+    show_default=True,
+    help="Kill one node (kill -9) after this many seconds; Enter kills it sooner.",
+)
+def demo(duration: float | None, kill_node_after: float) -> None:
+    """Hub, two nodes and a local feed server, offline; the dashboard's sign-in link; shows
+    items arriving, then kills a node so its crawlers move."""
     from blackwidow.demo.run import run_demo
 
-    sys.exit(run_demo(duration))
+    sys.exit(run_demo(duration, kill_node_after))
 
 
 @main.group(name="db")

@@ -78,6 +78,7 @@ def new(session: Session, user_id: int, data: dict[str, Any]) -> Crawler:
         state="pending" if enabled else "disabled",
         items_collected=0,
         items_delivered=0,
+        rate=0.0,  # not written: the column's default, set here for the create's answer
         last_error=None,
     )
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-WIDTH, HEIGHT = 600, 120  # the SVG's own units; CSS scales it to the page
+WIDTH, HEIGHT = 900, 140  # the SVG's own units; CSS scales it to the page
 AXIS = 18  # room under the bars for the minute labels
 
 
@@ -34,10 +34,10 @@ class Chart:
 def per_minute(times: Iterable[datetime], now: datetime, minutes: int) -> list[int]:
     """Items fetched in each of the last `minutes` whole minutes, oldest first; the last is
     the minute running now."""
-    end = now.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    current = now.replace(second=0, microsecond=0)
     counts = [0] * minutes
     for moment in times:
-        back = int((end - moment).total_seconds() // 60)
+        back = int((current - moment.replace(second=0, microsecond=0)).total_seconds() // 60)
         if 0 <= back < minutes:
             counts[minutes - 1 - back] += 1
     return counts

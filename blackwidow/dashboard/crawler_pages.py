@@ -22,6 +22,7 @@ from blackwidow.errors import ApiError
 from blackwidow.metrics.cluster import CRAWLER_STATES
 from blackwidow.models import utcnow
 from blackwidow.store import StoreUnavailable
+from sources.model import Item
 from sources.registry import SOURCE_TYPES
 
 CHART_MINUTES = 30
@@ -58,7 +59,7 @@ def crawler_page(crawler_id: int) -> ResponseReturnValue:
     feeds = crawlers.feed_health(hub().nodes, node, crawler_id)  # asks the node: no transaction
     items, store_error = _items(crawler_id)
     now = utcnow()
-    counts = chart.per_minute((i["fetched_at"] for i in items), now, CHART_MINUTES)
+    counts = chart.per_minute((item.fetched_at for item in items), now, CHART_MINUTES)
     return render_template(
         "dashboard/crawler.html",
         crawler=crawler,
@@ -73,7 +74,7 @@ def crawler_page(crawler_id: int) -> ResponseReturnValue:
     )
 
 
-def _items(crawler_id: int) -> tuple[list[dict[str, Any]], str | None]:
+def _items(crawler_id: int) -> tuple[list[Item], str | None]:
     """The newest items, as `GET .../items` reads them; the page still shows while the store
     is down."""
     try:

@@ -1,12 +1,16 @@
 """`blackwidow demo`: a hub, two nodes and a sample-feed server on loopback, offline.
 
-It creates a user and four crawlers (two share a feed set, so one data source) and prints
-a one-line summary per crawler as items arrive.
+It creates a user and four crawlers (two share a feed set, so one data source), prints the
+dashboard's sign-in link and a `curl` call, then a one-line summary per crawler as items
+arrive. Part-way through (or when Enter is pressed) it kills one node, kill -9, so the
+dashboard shows the hub declaring it dead and moving its crawlers to the other node.
 """
 
 from __future__ import annotations
 
 import secrets
+import select
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -19,6 +23,7 @@ from blackwidow.demo import processes
 POLL_INTERVAL = "1"
 SUMMARY_INTERVAL = 2.0
 STARTUP_TIMEOUT = 30.0
+KILL_NODE_AFTER = 40.0  # seconds of summaries before a node is killed; Enter kills it sooner
 
 
 def _environment(workdir: Path) -> dict[str, str]:
@@ -97,7 +102,27 @@ def _setup(hub: str, admin_token: str, feeds: str) -> str:
     return user["token"]
 
 
-def run_demo(duration: float | None) -> int:
+def _welcome(hub: str, admin_token: str, user_token: str) -> list[str]:
+    """How to look: the dashboard's sign-in link carries the admin token in its fragment,
+    which browsers never send, and the page wipes it from the address bar (README:
+    Dashboard)."""
+    return [
+        f"dashboard  {hub}/signin#token={admin_token}",
+        "           (opens the sign-in form filled with the admin token; press Sign in)",
+        f"api        curl -H 'Authorization: Bearer {user_token}' {hub}/api/v1/crawlers",
+        "press Enter to kill a node (kill -9) and watch its crawlers move on the dashboard",
+    ]
+
+
+def _enter_pressed() -> bool:
+    """A line typed on a terminal, without waiting; never when stdin is not one."""
+    if not sys.stdin.isatty():
+        return False
+    ready, _, _ = select.select([sys.stdin], [], [], 0)
+    return bool(ready) and sys.stdin.readline() is not None
+
+
+def run_demo(duration: float | None, kill_node_after: float = KILL_NODE_AFTER) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="blackwidow-demo-"))
     env = _environment(workdir)
     running: list[processes.Running] = []
@@ -114,9 +139,21 @@ def run_demo(duration: float | None) -> int:
         print(f"hub {hub}  feeds {running[0].url}  logs {workdir}", flush=True)
         _wait_for_nodes(hub, 2)
         token = _setup(hub, env["BLACKWIDOW_ADMIN_TOKEN"], running[0].url)
-        stop_at = None if duration is None else time.monotonic() + duration
+        print(*_welcome(hub, env["BLACKWIDOW_ADMIN_TOKEN"], token), sep="\n", flush=True)
+        started = time.monotonic()
+        stop_at = None if duration is None else started + duration
+        victim: processes.Running | None = running[-1]
         while stop_at is None or time.monotonic() < stop_at:
             time.sleep(SUMMARY_INTERVAL)
+            if victim and (time.monotonic() - started >= kill_node_after or _enter_pressed()):
+                victim.kill()
+                print(
+                    f"killed {victim.name} (kill -9): its crawlers move to the other node once",
+                    "the hub declares it dead; see",
+                    f"{hub}/crawlers",
+                    flush=True,
+                )
+                victim = None
             print(time.strftime("%H:%M:%S"), *_summary(hub, token), sep="\n", flush=True)
     except KeyboardInterrupt:
         pass

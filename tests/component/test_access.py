@@ -38,10 +38,18 @@ class Access(Enum):
     CLUSTER = "the cluster secret only"
 
 
+class Via(Enum):
+    TOKEN = "a bearer token in Authorization (the REST API)"
+    SESSION = (
+        "the dashboard's session cookie, signed in with a token (tests/component/test_dashboard.py)"
+    )
+
+
 @dataclass(frozen=True)
 class Rule:
     access: Access
     body: dict[str, Any] | None = None  # valid input, so a refusal is about the caller
+    via: Via = Via.TOKEN
 
 
 def rss(name: str, feed: str = "https://blog.example/feed") -> dict[str, Any]:
@@ -82,6 +90,7 @@ ACCESS: dict[tuple[str, str], Rule] = {
     ("DELETE", "/api/v1/crawlers/<int:crawler_id>"): Rule(Access.OWNER),
     ("GET", "/api/v1/crawlers/<int:crawler_id>/items"): Rule(Access.OWNER),
     ("GET", "/api/v1/crawlers/<int:crawler_id>/feeds"): Rule(Access.OWNER),
+    ("GET", "/api/v1/users"): Rule(Access.ADMIN),
     ("GET", "/api/v1/users/<int:user_id>"): Rule(Access.SELF),
     ("PATCH", "/api/v1/users/<int:user_id>"): Rule(Access.ADMIN, {"item_limit": 7}),
     ("GET", "/api/v1/users/<int:user_id>/usage"): Rule(Access.SELF),
@@ -93,6 +102,18 @@ ACCESS: dict[tuple[str, str], Rule] = {
     ("DELETE", f"{WEBHOOKS}/<int:webhook_id>"): Rule(Access.SELF),
     ("GET", f"{WEBHOOKS}/deliveries"): Rule(Access.SELF),
     ("GET", "/api/v1/webhooks/deliveries"): Rule(Access.ADMIN),
+    # the dashboard: the same isolation, by the session its sign-in set
+    ("GET", "/dashboard/static/<path:filename>"): Rule(Access.ANYONE, via=Via.SESSION),
+    ("GET", "/signin"): Rule(Access.ANYONE, via=Via.SESSION),
+    ("POST", "/signin"): Rule(Access.ANYONE, {"token": "not-a-token"}, via=Via.SESSION),
+    ("POST", "/signout"): Rule(Access.CALLER, via=Via.SESSION),
+    ("GET", "/"): Rule(Access.CALLER, via=Via.SESSION),
+    ("GET", "/crawlers"): Rule(Access.CALLER, via=Via.SESSION),
+    ("GET", "/users"): Rule(Access.CALLER, via=Via.SESSION),
+    ("GET", "/crawlers/<int:crawler_id>"): Rule(Access.OWNER, via=Via.SESSION),
+    ("POST", "/crawlers/<int:crawler_id>/edit"): Rule(
+        Access.OWNER, {"enabled": "false", "item_limit": "1"}, via=Via.SESSION
+    ),
 }
 
 # The path variable that names whose record a scoped route reaches.
@@ -107,8 +128,16 @@ PUBLIC_API = {
 }
 
 
-def routes_of(access: Access) -> list[tuple[str, str]]:
-    return [route for route, rule in ACCESS.items() if rule.access is access]
+def routes_of(access: Access, via: Via = Via.TOKEN) -> list[tuple[str, str]]:
+    return [route for route, rule in ACCESS.items() if rule.access is access and rule.via is via]
+
+
+def token_routes_needing_a_caller() -> list[tuple[str, str]]:
+    return [
+        r
+        for r, rule in ACCESS.items()
+        if rule.via is Via.TOKEN and rule.access is not Access.ANYONE
+    ]
 
 
 def route_id(route: tuple[str, str]) -> str:
@@ -244,6 +273,8 @@ def test_the_access_table_covers_every_route_and_no_more(hub_app: Flask) -> None
                 assert access in (Access.SELF, Access.ADMIN), route
             if rule.rule.startswith("/api/v1/") and route not in PUBLIC_API:
                 assert access is not Access.ANYONE, route
+            if not rule.rule.startswith(("/api/", "/healthz", "/metrics", "/static/")):
+                assert ACCESS[route].via is Via.SESSION, route  # the dashboard's pages
 
 
 # -- no token, a wrong token ---------------------------------------------------------------
@@ -258,9 +289,7 @@ NOT_A_TOKEN = [
 ]
 
 
-@pytest.mark.parametrize(
-    "route", [r for r in ACCESS if ACCESS[r].access is not Access.ANYONE], ids=route_id
-)
+@pytest.mark.parametrize("route", token_routes_needing_a_caller(), ids=route_id)
 def test_calls_without_a_valid_token_are_refused_and_change_nothing(
     hub_app: Flask, client: FlaskClient, world: World, route: tuple[str, str]
 ) -> None:
@@ -287,9 +316,7 @@ BAD_INPUT: list[dict[str, Any]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    "route", [r for r in ACCESS if ACCESS[r].access is not Access.ANYONE], ids=route_id
-)
+@pytest.mark.parametrize("route", token_routes_needing_a_caller(), ids=route_id)
 def test_strangers_are_refused_before_their_input_is_read(
     client: FlaskClient, world: World, route: tuple[str, str]
 ) -> None:

@@ -119,6 +119,20 @@ def test_demo_runs_offline_and_shows_items_arriving():
     assert max(counts) > 0
 
 
+def test_demo_offers_the_dashboard_and_moves_the_crawlers_of_the_node_it_kills():
+    result = _blackwidow("demo", "--duration", "16", "--kill-node-after", "3")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    hub = out.splitlines()[0].split()[1]
+    assert f"dashboard  {hub}/signin#token=" in out  # the token in the fragment, never sent
+    assert "curl -H 'Authorization: Bearer " in out and f"{hub}/api/v1/crawlers" in out
+    _, killed, after = out.partition("killed node2 (kill -9)")
+    assert killed, out
+    last = after.strip().splitlines()[-4:]
+    nodes = {part for line in last for part in line.split() if part.startswith("node=")}
+    assert len(nodes) == 1 and all(" running " in f" {line} " for line in last), after
+
+
 def test_a_node_stops_on_sigterm_while_a_hub_holds_a_kept_alive_connection(tmp_path):
     c = Cluster(tmp_path, {})
     node = c._start("node", "blackwidow", "spawn", "--hub", "http://127.0.0.1:9", "--port", "0")

@@ -1,0 +1,194 @@
+"""The dashboard on the real app: sign-in and its cookie, CSRF on every form, and the same
+tenant isolation as the REST API, route by route from the access table (test_access.py)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from tests.component.conftest import ADMIN, bearer
+from tests.component.test_access import (
+    ACCESS,
+    PRIVATE,
+    Access,
+    Via,
+    World,
+    route_id,
+    routes_of,
+    snapshot,
+    world,
+)
+
+__all__ = ["world"]  # the access tests' fixture: two users, a crawler and an item each
+
+SIGNED_IN_ROUTES = [
+    r for r, rule in ACCESS.items() if rule.via is Via.SESSION and rule.access is not Access.ANYONE
+]
+
+
+def csrf_of(page: Any) -> str:
+    found = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
+    assert found, page.get_data(as_text=True)[:500]
+    return found.group(1)
+
+
+def sign_in(client: FlaskClient, token: str) -> str:
+    """Sign in through the form; the CSRF token of the new session, for later forms."""
+    form = client.get("/signin")
+    signed = client.post("/signin", data={"token": token, "csrf_token": csrf_of(form)})
+    assert signed.status_code == 303, signed.get_data(as_text=True)
+    return csrf_of(client.get("/crawlers"))
+
+
+def send(client: FlaskClient, route: tuple[str, str], path: str, csrf: str | None) -> Any:
+    data = dict(ACCESS[route].body or {})
+    if csrf is not None and route[0] == "POST":
+        data["csrf_token"] = csrf
+    return client.open(path, method=route[0], data=data or None)
+
+
+def test_sign_in_sets_a_strict_http_only_cookie_holding_no_token(
+    client: FlaskClient, world: World
+) -> None:
+    form = client.get("/signin")
+    answer = client.post("/signin", data={"token": ADMIN, "csrf_token": csrf_of(form)})
+    assert answer.status_code == 303 and answer.headers["Location"] == "/"
+    cookie = answer.headers["Set-Cookie"]
+    assert "blackwidow_session=" in cookie and "HttpOnly" in cookie
+    assert "SameSite=Strict" in cookie and "Secure" not in cookie  # plain http here
+    assert ADMIN not in cookie
+    over_https = client.get("/signin", base_url="https://hub.example")
+    assert "Secure" in over_https.headers["Set-Cookie"]
+
+
+def test_a_wrong_token_signs_nobody_in(client: FlaskClient, world: World) -> None:
+    for token in ("", "not-a-token", f"{ADMIN}x", "x" * 600):
+        form = client.get("/signin")
+        refused = client.post("/signin", data={"token": token, "csrf_token": csrf_of(form)})
+        assert refused.status_code == 401
+        assert client.get("/").status_code == 303
+
+
+def test_sign_out_ends_the_session(client: FlaskClient, world: World) -> None:
+    csrf = sign_in(client, world.ana["token"])
+    assert client.get("/").status_code == 200
+    assert client.post("/signout", data={"csrf_token": csrf}).status_code == 303
+    assert client.get("/").headers["Location"].startswith("/signin")
+
+
+def test_sign_in_goes_back_only_to_pages_of_this_hub(client: FlaskClient, world: World) -> None:
+    for wanted, landing in [
+        ("/crawlers?state=pending", "/crawlers?state=pending"),
+        ("https://evil.example/", "/"),
+        ("//evil.example/", "/"),
+    ]:
+        form = client.get("/signin", query_string={"next": wanted})
+        data = {"token": ADMIN, "csrf_token": csrf_of(form), "next": wanted}
+        assert client.post("/signin", data=data).headers["Location"] == landing
+
+
+@pytest.mark.parametrize("route", SIGNED_IN_ROUTES, ids=route_id)
+def test_pages_without_a_session_send_to_sign_in_and_change_nothing(
+    hub_app: Flask, client: FlaskClient, world: World, route: tuple[str, str]
+) -> None:
+    before = snapshot(hub_app, world)
+    client.get("/signin")  # an anonymous session with a CSRF token, as a stranger would have
+    for headers in ({}, bearer(ADMIN), bearer(world.ana["token"])):  # the API's tokens: no
+        answer = client.open(
+            world.path(route[1]), method=route[0], data=ACCESS[route].body, headers=headers
+        )
+        assert answer.status_code == 303, answer.status_code
+        assert answer.headers["Location"].startswith("/signin")
+    assert snapshot(hub_app, world) == before
+
+
+@pytest.mark.parametrize("route", [r for r in SIGNED_IN_ROUTES if r[0] == "POST"], ids=route_id)
+def test_forms_without_the_csrf_token_are_refused_and_change_nothing(
+    hub_app: Flask, client: FlaskClient, world: World, route: tuple[str, str]
+) -> None:
+    csrf = sign_in(client, world.ana["token"])
+    before = snapshot(hub_app, world)
+    for token in (None, "forged", csrf[:-2] + "xx"):
+        refused = send(client, route, world.path(route[1]), token)
+        assert refused.status_code == 400, refused.status_code
+        assert "refused" in refused.get_data(as_text=True)
+    assert snapshot(hub_app, world) == before
+    assert client.get("/").status_code == 200  # still signed in
+
+
+def test_the_sign_in_form_needs_its_csrf_token(client: FlaskClient, world: World) -> None:
+    assert client.post("/signin", data={"token": ADMIN}).status_code == 400
+    assert client.get("/").status_code == 303
+
+
+@pytest.mark.parametrize("route", routes_of(Access.OWNER, Via.SESSION), ids=route_id)
+def test_another_users_crawler_is_missing_from_the_dashboard(
+    hub_app: Flask, client: FlaskClient, world: World, route: tuple[str, str]
+) -> None:
+    csrf = sign_in(client, world.bob["token"])
+    before = snapshot(hub_app, world)
+    refused = send(client, route, world.path(route[1]), csrf)
+    missing = send(client, route, world.path(route[1], crawler_id=999_999), csrf)
+    assert refused.status_code == missing.status_code == 404
+    assert PRIVATE not in refused.get_data(as_text=True)
+    assert snapshot(hub_app, world) == before
+    client.post("/signout", data={"csrf_token": csrf})
+    csrf = sign_in(client, world.ana["token"])
+    assert send(client, route, world.path(route[1]), csrf).status_code in (200, 303)
+
+
+@pytest.mark.parametrize("route", routes_of(Access.CALLER, Via.SESSION), ids=route_id)
+def test_pages_show_the_callers_own_only(
+    client: FlaskClient, world: World, route: tuple[str, str]
+) -> None:
+    csrf = sign_in(client, world.bob["token"])
+    page = send(client, route, world.path(route[1]), csrf)
+    assert page.status_code in (200, 303)
+    assert PRIVATE not in page.get_data(as_text=True)
+
+
+def test_the_admin_sees_every_crawler_and_user(client: FlaskClient, world: World) -> None:
+    sign_in(client, ADMIN)
+    crawlers = client.get("/crawlers").get_data(as_text=True)
+    assert f"{PRIVATE}-crawler" in crawlers and "bob-crawler" in crawlers
+    users = client.get("/users").get_data(as_text=True)
+    assert "ana" in users and "bob" in users
+
+
+def test_a_limit_form_goes_through_the_patch_validation(
+    hub_app: Flask, client: FlaskClient, world: World
+) -> None:
+    """A bad value is refused naming the field, and nothing is written, not even the other
+    field of the same form."""
+    csrf = sign_in(client, world.ana["token"])
+    crawler_id = world.ana_crawler["id"]
+    before = snapshot(hub_app, world)
+    for bad, said in [
+        ("ten", "item_limit: Not a valid integer."),
+        ("0", "item_limit: Must be greater than or equal to 1"),
+        ("99999999999999999999", "item_limit: Not a valid integer."),
+    ]:
+        data = {"item_limit": bad, "enabled": "false", "csrf_token": csrf}
+        client.post(f"/crawlers/{crawler_id}/edit", data=data)
+        assert said in client.get("/crawlers").get_data(as_text=True)
+        assert snapshot(hub_app, world) == before
+    data = {"item_limit": "25", "enabled": "false", "csrf_token": csrf}
+    assert client.post(f"/crawlers/{crawler_id}/edit", data=data).status_code == 303
+    changed = client.get(f"/api/v1/crawlers/{crawler_id}", headers=bearer(world.ana["token"]))
+    assert changed.json["item_limit"] == 25 and changed.json["state"] == "disabled"
+    data = {"item_limit": "", "csrf_token": csrf}
+    client.post(f"/crawlers/{crawler_id}/edit", data=data)
+    cleared = client.get(f"/api/v1/crawlers/{crawler_id}", headers=bearer(world.ana["token"]))
+    assert cleared.json["item_limit"] is None
+
+
+def test_pages_forbid_framing_and_foreign_scripts(client: FlaskClient, world: World) -> None:
+    sign_in(client, world.ana["token"])
+    headers = client.get("/").headers
+    assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+    assert "script-src 'self'" in headers["Content-Security-Policy"]
+    assert headers["X-Frame-Options"] == "DENY"

@@ -1,0 +1,148 @@
+"""The dashboard in a real browser (Debian's chromium, driven by Playwright) on a real
+cluster: hub, two nodes and the sample-feed server. Each page's screenshot is kept under
+test-artifacts/dashboard/ (ignored by git) for a person to look at."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.integration.conftest import Cluster
+from tests.support import wait_until
+
+CHROMIUM = Path("/usr/bin/chromium")
+# Debian's browser, quiet: nothing is downloaded, nothing phones home
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
+WAIT_MS = 15_000
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert CHROMIUM.exists(), "no /usr/bin/chromium: run tests/services/install"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        yield launched
+        launched.close()
+
+
+def shot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def sign_in(browser: Browser, hub: str, token: str) -> Page:
+    """Through the ready-made link the demo prints: the token travels in the fragment."""
+    page = browser.new_context(viewport={"width": 1360, "height": 900}).new_page()
+    page.goto(f"{hub}/signin#token={token}")
+    expect(page.locator("#token")).to_have_value(token)
+    assert "#" not in page.url and token not in page.url  # wiped from the address bar
+    page.click("#signin-button")
+    expect(page.locator(".whoami")).to_be_visible()
+    return page
+
+
+def crawler_row(page: Page, crawler_id: int):  # type: ignore[no-untyped-def]
+    return page.locator(f'tr[data-crawler="{crawler_id}"]')
+
+
+def test_the_dashboard_shows_and_steers_the_cluster(
+    cluster: Callable[..., Cluster], browser: Browser
+) -> None:
+    c = cluster(2)
+    ana = c.user("ana", item_limit=500)
+    bob = c.user("bob")
+    tech = c.feed("tech", items=6, every=1)
+    shared = [c.crawler(ana, [tech], name=n) for n in ("tech", "tech-python")]
+    science = c.crawler(ana, [c.feed("science", items=4)], name="science")
+    secret = c.crawler(bob, [c.feed("bob-private", items=3)], name="bob-private")
+    everything = [*shared, science]
+    wait_until(
+        lambda: all(c.get(ana, x["id"])["state"] == "running" for x in everything),
+        what="ana's crawlers running",
+    )
+    wait_until(lambda: c.items(ana, science["id"]), what="items")
+
+    admin = sign_in(browser, c.hub_url, c.admin_token)
+    expect(admin.locator("#nodes tbody tr")).to_have_count(2)
+    expect(admin.locator("#nodes")).to_contain_text("active")
+    shot(admin, "cluster-admin")
+
+    admin.click("nav >> text=Crawlers")
+    for crawler in [*everything, secret]:
+        expect(crawler_row(admin, crawler["id"])).to_be_visible()
+    shot(admin, "crawlers-admin")
+
+    # disable one crawler from the page; the state changes here and on the API
+    row = crawler_row(admin, science["id"])
+    row.locator('button[data-action="disable"]').click()
+    expect(admin.locator(".flash.done")).to_contain_text("disabled")
+    expect(crawler_row(admin, science["id"]).locator("[data-state]")).to_have_text("disabled")
+    assert c.get(ana, science["id"])["state"] == "disabled"
+
+    # edit a limit: a bad one is refused naming the field, a good one is kept
+    row = crawler_row(admin, shared[0]["id"])
+    row.locator('input[name="item_limit"]').fill("none")
+    row.locator('button[data-action="limit"]').click()
+    expect(admin.locator(".flash.error")).to_contain_text("item_limit: Not a valid integer.")
+    assert c.get(ana, shared[0]["id"])["item_limit"] is None
+    row = crawler_row(admin, shared[0]["id"])
+    row.locator('input[name="item_limit"]').fill("250")
+    row.locator('button[data-action="limit"]').click()
+    expect(crawler_row(admin, shared[0]["id"]).locator("[data-limit]")).to_have_text("250")
+    assert c.get(ana, shared[0]["id"])["item_limit"] == 250
+
+    # a POST without the form's CSRF token, though it carries the session cookie: refused
+    forged = admin.request.post(
+        f"{c.hub_url}/crawlers/{shared[1]['id']}/edit",
+        form={"enabled": "false"},
+        max_redirects=0,
+    )
+    assert forged.status == 400
+    assert c.get(ana, shared[1]["id"])["enabled"] is True
+
+    # one crawler: its items, chart, data source and the crawler sharing it
+    admin.goto(f"{c.hub_url}/crawlers/{shared[0]['id']}")
+    expect(admin.locator("#sharing")).to_contain_text("tech-python")
+    expect(admin.locator("svg.chart rect")).to_have_count(30)
+    expect(admin.locator("#items tbody tr").first).to_be_visible(timeout=WAIT_MS)
+    shot(admin, "crawler-admin")
+
+    admin.click("nav >> text=Users")
+    expect(admin.locator(".user")).to_have_count(2)
+    shot(admin, "users-admin")
+
+    # bob sees his own only, on the pages and by a direct URL
+    user = sign_in(browser, c.hub_url, bob)
+    user.click("nav >> text=Crawlers")
+    expect(crawler_row(user, secret["id"])).to_be_visible()
+    for crawler in everything:
+        expect(crawler_row(user, crawler["id"])).to_have_count(0)
+    shot(user, "crawlers-user")
+    answer = user.goto(f"{c.hub_url}/crawlers/{science['id']}")
+    assert answer is not None and answer.status == 404
+    expect(user.locator(".error-message")).to_contain_text(f"no crawler {science['id']}")
+    assert "science" not in user.content()
+    shot(user, "crawler-of-another-user")
+    user.goto(c.hub_url)
+    expect(user.locator("#nodes")).to_have_count(0)  # the node list is the admin's
+    shot(user, "cluster-user")
+
+    user.click("text=Sign out")
+    expect(user.locator("#signin-form")).to_be_visible()
+    assert re.search(r"/signin$", user.url)
