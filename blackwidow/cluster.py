@@ -58,7 +58,8 @@ def judged_phi(session: Session, shards: int) -> dict[int, float]:
     saved = session.scalar(
         select(MonitorLock.figures).where(MonitorLock.name == lock_name(Shard(0, shards)))
     )
-    return {int(node): float(value) for node, value in ((saved or {}).get("phi") or {}).items()}
+    judged = ((saved or {}).get("phi") or {}).items()
+    return {int(node): max(0.0, float(value)) for node, value in judged}  # never a -0.0
 
 
 def count(session: Session) -> dict[str, int]:

@@ -38,6 +38,10 @@ def moment(value: datetime | str | None) -> str:
     return instant.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+# states whose rate is current: the monitor stops sampling a crawler that no longer runs
+LIVE_STATES = ("running", "failing")
+
+
 def per_minute(rate: float | None) -> str:
     """A rate in items per second, as the monitor keeps it, written per minute."""
     if not rate:

@@ -195,3 +195,17 @@ def test_bad_webhook_settings_name_the_variable(environ, named):
     with pytest.raises(SettingsError) as raised:
         from_env(environ)
     assert raised.value.name == named
+
+
+def test_the_session_key_is_set_or_derived_from_the_cluster_secret_never_fixed():
+    from blackwidow.settings import session_key
+
+    given = from_env({"BLACKWIDOW_SESSION_SECRET": "s3", "BLACKWIDOW_CLUSTER_SECRET": "c"})
+    assert session_key(given) == b"s3"
+    one = session_key(from_env({"BLACKWIDOW_CLUSTER_SECRET": "c"}))
+    other = session_key(from_env({"BLACKWIDOW_CLUSTER_SECRET": "d"}))
+    assert one and other and one != other and b"c" not in one
+    assert session_key(from_env({})) is None
+    assert from_env({"BLACKWIDOW_SESSION_COOKIE_SECURE": "1"}).session_cookie_secure is True
+    with pytest.raises(SettingsError, match="BLACKWIDOW_SESSION_COOKIE_SECURE"):
+        from_env({"BLACKWIDOW_SESSION_COOKIE_SECURE": "sometimes"})
