@@ -1,7 +1,9 @@
-"""The cluster page: nodes, the monitor's leaders and last cycle, store and queue health.
+"""The cluster page: nodes, the monitor's leaders and last cycle, store and queue health, and
+the latest webhook deliveries (the admin: the cluster webhook's; a user: their own webhooks').
 
 Read through the functions behind `GET /api/v1/health`, `GET /api/v1/nodes` (the admin's)
-and `GET /api/v1/nodes/count` (anyone's): a user sees what the API shows a user.
+`GET /api/v1/nodes/count` (anyone's) and the deliveries' (`.../webhooks/deliveries`): a
+user sees what the API shows a user.
 """
 
 from __future__ import annotations
@@ -10,9 +12,12 @@ from flask import render_template
 from flask.typing import ResponseReturnValue
 
 from blackwidow import cluster, health
+from blackwidow.alerts import history
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.dashboard.blueprint import blp
 from blackwidow.models import utcnow
+
+SHOWN_ALERTS = 10
 
 
 @blp.route("/", endpoint="cluster")
@@ -22,11 +27,13 @@ def cluster_page() -> ResponseReturnValue:
         detail = health.detail(session, hub().store, utcnow(), settings.monitor_shards, hub().queue)
         nodes = cluster.report(session, settings.monitor_shards) if who.is_admin else None
         count = cluster.count(session)
+        deliveries = history.recent(session, None if who.is_admin else who.user_id, SHOWN_ALERTS)
     return render_template(
         "dashboard/cluster.html",
         detail=detail,
         nodes=nodes,
         count=count,
+        deliveries=deliveries,
         phi_suspect=settings.phi_suspect,
         phi_dead=settings.phi_dead,
     )

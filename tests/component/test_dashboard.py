@@ -10,6 +10,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from blackwidow.models import Webhook, WebhookDelivery
 from tests.component.conftest import ADMIN, bearer
 from tests.component.test_access import (
     ACCESS,
@@ -192,3 +193,36 @@ def test_pages_forbid_framing_and_foreign_scripts(client: FlaskClient, world: Wo
     assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
     assert "script-src 'self'" in headers["Content-Security-Policy"]
     assert headers["X-Frame-Options"] == "DENY"
+
+
+def test_recent_alerts_show_the_cluster_webhook_to_the_admin_and_a_users_own_to_them(
+    hub_app: Flask, client: FlaskClient, world: World
+) -> None:
+    sessions = hub_app.extensions["blackwidow"].sessions
+    with sessions.begin() as session:
+        hook = Webhook(user_id=world.ana["id"], url="https://hooks.example/a", secret="s" * 12)
+        session.add(hook)
+        session.flush()
+        for webhook_id, kind, status in [
+            (None, "node.dead", "delivered"),
+            (hook.id, "crawler.failed", "failed"),
+        ]:
+            session.add(
+                WebhookDelivery(
+                    event_id=f"{kind}-1",
+                    event_type=kind,
+                    webhook_id=webhook_id,
+                    body="{}",
+                    status=status,
+                    attempts=1,
+                    last_status=200 if status == "delivered" else 500,
+                )
+            )
+    seen = {}
+    for name, token in [("admin", ADMIN), ("ana", world.ana["token"]), ("bob", world.bob["token"])]:
+        csrf = sign_in(client, token)
+        seen[name] = client.get("/").get_data(as_text=True)
+        client.post("/signout", data={"csrf_token": csrf})
+    assert "node.dead" in seen["admin"] and "crawler.failed" not in seen["admin"]
+    assert "crawler.failed" in seen["ana"] and "node.dead" not in seen["ana"]
+    assert "crawler.failed" not in seen["bob"] and "node.dead" not in seen["bob"]
