@@ -8,6 +8,7 @@ from marshmallow import INCLUDE, Schema, ValidationError, fields, validate
 
 from blackwidow.errors import invalid_input
 from blackwidow.models import MAX_INTEGER
+from blackwidow.monitor.states import CRAWLER_STATES
 from sources.model import DEFAULT_PRIORITY, PRIORITIES
 from sources.registry import CREDENTIAL_SCHEMAS, SOURCE_TYPES
 
@@ -143,15 +144,17 @@ class CrawlerUpdate(Schema):
 
 class CrawlerListArgs(Schema):
     state = fields.String(
-        validate=validate.Length(max=20), metadata={"description": "only crawlers in this state"}
+        validate=validate.OneOf(CRAWLER_STATES),
+        metadata={"description": "only crawlers in this state"},
     )
     source = fields.String(
-        validate=validate.Length(max=40), metadata={"description": "only this source type"}
+        validate=validate.OneOf(sorted(SOURCE_TYPES)),
+        metadata={"description": "only this source type"},
     )
     uuid = fields.String(
         data_key="uuid",
         attribute="source_key",
-        validate=validate.Length(max=36),
+        validate=validate.Regexp(r"^[0-9a-f-]{36}$", error="a source key (a UUID)"),
         metadata={"description": "only crawlers of this source key (sharing a data source)"},
     )
 

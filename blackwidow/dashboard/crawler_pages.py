@@ -12,15 +12,17 @@ from typing import Any
 
 from flask import flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from marshmallow import ValidationError
 
 from blackwidow import crawlers
 from blackwidow.api.context import caller, hub, transaction
+from blackwidow.api.schemas import CrawlerListArgs
 from blackwidow.dashboard import chart
 from blackwidow.dashboard.blueprint import blp, safe_next
 from blackwidow.dashboard.forms import crawler_edits
 from blackwidow.errors import ApiError
-from blackwidow.metrics.cluster import CRAWLER_STATES
 from blackwidow.models import utcnow
+from blackwidow.monitor.states import CRAWLER_STATES
 from blackwidow.store import StoreUnavailable
 from sources.model import Item
 from sources.registry import SOURCE_TYPES
@@ -32,10 +34,12 @@ SHOWN_ITEMS = 20
 
 @blp.route("/crawlers", endpoint="crawlers")
 def crawler_list() -> ResponseReturnValue:
-    filters = {
-        "state": request.args.get("state") or None,
-        "source": request.args.get("source") or None,
-    }
+    chosen = {name: request.args[name] for name in ("state", "source") if request.args.get(name)}
+    try:  # the list endpoint's own checks: a value it would refuse filters nothing here
+        filters = {"state": None, "source": None} | CrawlerListArgs().load(chosen)
+    except ValidationError as error:
+        flash(f"{', '.join(sorted(error.messages))}: not a value to filter by", "error")
+        filters = {"state": None, "source": None}
     with transaction() as session:
         listed = crawlers.listing_with_nodes(session, caller(), **filters)
     return render_template(

@@ -19,10 +19,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from blackwidow.metrics import figures
 from blackwidow.models import Crawler, MonitorLock, Node, User, utcnow
 from blackwidow.monitor.leader import lock_name
+from blackwidow.monitor.states import CRAWLER_STATES
 from blackwidow.node_protocol import Shard
 
 NODE_STATES = ("active", "suspect", "dead")
-CRAWLER_STATES = ("pending", "running", "failing", "limit_reached", "disabled", "failed")
 
 
 class ClusterCollector(Collector):

@@ -17,6 +17,7 @@ class CrawlerFacts:
 
 
 RUNNABLE_STATES = ("pending", "running", "failing")
+CRAWLER_STATES = (*RUNNABLE_STATES, "disabled", "failed", "limit_reached")
 
 
 def runnable(facts: CrawlerFacts) -> bool:

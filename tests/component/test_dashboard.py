@@ -160,6 +160,18 @@ def test_the_admin_sees_every_crawler_and_user(client: FlaskClient, world: World
     assert "ana" in users and "bob" in users
 
 
+def test_crawler_filters_are_checked_as_the_list_endpoint_checks_them(
+    client: FlaskClient, world: World
+) -> None:
+    sign_in(client, ADMIN)
+    page = client.get("/crawlers", query_string={"state": "run\x00ning", "source": "rss"})
+    assert page.status_code == 200
+    assert "state: not a value to filter by" in page.get_data(as_text=True)
+    assert "bob-crawler" in page.get_data(as_text=True)  # the list, unfiltered
+    api = client.get("/api/v1/crawlers?state=run%00ning", headers=bearer(ADMIN))
+    assert api.status_code == 422 and api.json["error"]["field"] == "state"
+
+
 def test_a_limit_form_goes_through_the_patch_validation(
     hub_app: Flask, client: FlaskClient, world: World
 ) -> None:
