@@ -10,25 +10,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow.metrics.figures import MonitorFigures
 from blackwidow.models import LIVE_NODE_STATES, Assignment, Node, utcnow
-from blackwidow.monitor import deliveries, leases, pruning
+from blackwidow.monitor import leases, pruning
 from blackwidow.monitor.alerting import PollAlerts
 from blackwidow.monitor.detector import FailureDetector, Verdict
 from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient, NodeTarget
 from blackwidow.monitor.poller import NodeReport, poll_all
-from blackwidow.monitor.tracked import Tracked, write
+from blackwidow.monitor.statuses import StatusIntake
 from blackwidow.node_protocol import REPLAY_WINDOW
 
 log = logging.getLogger(__name__)
 
-RATE_SMOOTHING = 0.5  # weight of the newest rate sample
 # phi of every node costs about 0.2 ms each: shown to operators at most this often
 PHI_SHOWN_EVERY = 10.0
 
@@ -68,7 +66,7 @@ class Liveness:
         self._probe_dead_for = probe_dead_for
         self._leading = leading  # False once the lock lapsed: a stale leader records nothing
         self._watch = watch
-        self._samples: dict[int, tuple[int, float]] = {}  # crawler -> (count, at)
+        self._statuses = StatusIntake(memory, watch)
         self._dead_node_retention = dead_node_retention
         self._pruned_at: float | None = None
         self._started_at = clock()  # a node silent since before it may have answered then
@@ -95,7 +93,7 @@ class Liveness:
                     select(Node.id).where(Node.state.in_(LIVE_NODE_STATES)).order_by(Node.id)
                 )
             )
-            self._record_statuses(session, reports, targets, now)
+            self._statuses.record(session, reports, targets, now)
             if self._detector is not None:  # one leader judges nodes, so one tells of them
                 self._watch.holding(reports, {n: t.url for n, t in targets.items()})
             self._watch.flush(session)
@@ -197,115 +195,6 @@ class Liveness:
             log.warning("node %s node=%s url=%s", shown, node.id, node.url)
             node.state = shown
         return False
-
-    def _record_statuses(
-        self,
-        session: Session,
-        reports: dict[int, NodeReport | None],
-        targets: dict[int, NodeTarget],
-        now: float,
-    ) -> None:
-        """What the nodes said of this shard's crawlers, written for those that changed."""
-        answered = [
-            (deliveries.Origin(node_id, targets[node_id].generation), report)
-            for node_id, report in reports.items()
-            if report is not None
-        ]
-        reported = [(o, d) for o, r in answered for d in (*r.data_sources, *r.departed)]
-        deliveries.record_sources(session, reported)
-        statuses = [(origin, s) for origin, report in answered for s in report.subscribers]
-        departed = [(o, s) for o, report in answered for s in report.departed_subscribers]
-        runs = deliveries.known_runs(session, [status for _, status in (*statuses, *departed)])
-        rows: dict[int, dict[str, Any]] = {}
-        with self._memory.lock:
-            crawlers = self._memory.crawlers
-            for origin, status in statuses:
-                crawler = crawlers.get(int(status["crawler_id"]))
-                if crawler is not None:
-                    rows[crawler.id] = self._take_status(
-                        session, crawler, (origin, status), runs, now
-                    )
-            self._decay_idle_rates(reports, rows, now)
-            for crawler_id, total in self._take_departed(session, departed, runs).items():
-                rows.setdefault(crawler_id, {})["items_delivered"] = total
-            self._watch.failing_due(crawlers, now)
-            limits = dict(self._memory.limits)
-        self._watch.budgets(session, limits)  # before the counts are written
-        write(session, {c: row for c, row in rows.items() if row})
-
-    def _take_departed(
-        self, session: Session, departed: list[tuple[deliveries.Origin, dict]], runs: dict
-    ) -> dict[int, int]:
-        """Stopped subscribers' final deliveries: crawler id -> its new items_delivered, for
-        those that grew (memory's lock held)."""
-        grown: dict[int, int] = {}
-        for origin, status in departed:
-            crawler_id = status.get("crawler_id")
-            crawler = self._memory.crawlers.get(crawler_id) if isinstance(crawler_id, int) else None
-            if crawler is not None:
-                before = crawler.items_delivered
-                deliveries.record(session, runs, crawler, status, origin)
-                if crawler.items_delivered != before:
-                    grown[crawler.id] = crawler.items_delivered
-        return grown
-
-    def _take_status(
-        self,
-        session: Session,
-        crawler: Tracked,
-        heard: tuple[deliveries.Origin, dict],
-        runs: dict,
-        now: float,
-    ) -> dict[str, Any]:
-        """Apply one subscriber status, as heard from a node, to the crawler; the columns
-        that changed."""
-        origin, status = heard
-        before = (crawler.last_error, crawler.items_delivered, crawler.items_collected)
-        if crawler.failing != bool(status.get("failing")):
-            crawler.failing = not crawler.failing
-            self._memory.dirty.add(crawler.id)  # its state follows
-            self._watch.failing(crawler.id, crawler.failing, now)
-        crawler.last_error = status.get("last_error")
-        deliveries.record(session, runs, crawler, status, origin)
-        if status.get("items_collected") is not None:  # None: its store has not answered yet
-            count = int(status["items_collected"])
-            self._sample(crawler, count, now)
-            self._watch.counted(crawler.user_id, count - crawler.items_collected)
-            crawler.items_collected = count
-            crawler.lost_until = None  # counted from the store after any lost node stopped
-        after = (crawler.last_error, crawler.items_delivered, crawler.items_collected)
-        if before == after:
-            return {}
-        self._memory.dirty.add(crawler.id)  # a count may end it, or change its lease
-        return {
-            "last_error": crawler.last_error,
-            "items_delivered": crawler.items_delivered,
-            "items_collected": crawler.items_collected,
-            "rate": crawler.rate,
-        }
-
-    def _sample(self, crawler: Tracked, count: int, now: float) -> None:
-        previous = self._samples.get(crawler.id)
-        if previous is not None and now > previous[1]:
-            sample = max(0, count - previous[0]) / (now - previous[1])
-            crawler.rate = RATE_SMOOTHING * sample + (1 - RATE_SMOOTHING) * crawler.rate
-        self._samples[crawler.id] = (count, now)
-
-    def _decay_idle_rates(
-        self, reports: dict[int, NodeReport | None], rows: dict[int, dict], now: float
-    ) -> None:
-        """A crawler with a user budget that stored nothing this poll has its rate fall, so
-        its lease shrinks to what it uses (only budgets need rates)."""
-        view, crawlers, limits = self._memory.view, self._memory.crawlers, self._memory.limits
-        for node_id, report in reports.items():
-            if report is None:
-                continue
-            for crawler_id in view.crawlers_on(node_id):
-                crawler = crawlers.get(crawler_id)
-                if crawler is None or crawler_id in rows or crawler.user_id not in limits:
-                    continue
-                if crawler.rate > 0:
-                    self._sample(crawler, crawler.items_collected, now)
 
     def _remember(
         self,
