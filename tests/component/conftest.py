@@ -85,15 +85,20 @@ def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterat
     yield from _database(request, tmp_path, migrated=False)
 
 
+def hub_settings(database_url: str, tmp_path: Path, **changes: Any) -> Settings:
+    """A hub's settings on this test's database and a store in its directory."""
+    defaults: dict[str, Any] = {"admin_token": ADMIN, "cluster_secret": SECRET}
+    return Settings(
+        database_url=database_url,
+        store_url=f"sqlite:///{tmp_path / 'items.db'}",
+        **(defaults | changes),
+    )
+
+
 @pytest.fixture
 def hub_app(database_url: str, tmp_path: Path) -> Iterator[Flask]:
     """The hub on this test's own database, once per SQL back end."""
-    settings = Settings(
-        database_url=database_url,
-        store_url=f"sqlite:///{tmp_path / 'items.db'}",
-        admin_token=ADMIN,
-        cluster_secret=SECRET,
-    )
+    settings = hub_settings(database_url, tmp_path)
     app = create_app(settings)
     yield app
     with app.extensions["blackwidow"].sessions() as session:

@@ -20,10 +20,9 @@ from flask.testing import FlaskClient
 from sqlalchemy import MetaData, select
 
 from blackwidow.app import create_app
-from blackwidow.settings import Settings
 from blackwidow.tokens import hash_token
 from sources.model import Item
-from tests.component.conftest import ADMIN, SECRET, bearer
+from tests.component.conftest import ADMIN, SECRET, bearer, hub_settings
 
 THREAD = "https://blog.example/posts/1"
 PRIVATE = "ana-private"  # in every name, URL and item of user A: B must never see it
@@ -330,12 +329,7 @@ def test_strangers_are_refused_before_their_input_is_read(
 
 def test_an_unset_admin_token_matches_nothing(database_url: str, tmp_path: Path) -> None:
     """Without BLACKWIDOW_ADMIN_TOKEN there is no admin: no empty or spelled-out token is one."""
-    settings = Settings(
-        database_url=database_url,
-        store_url=f"sqlite:///{tmp_path / 'items.db'}",
-        admin_token=None,
-        cluster_secret=SECRET,
-    )
+    settings = hub_settings(database_url, tmp_path, admin_token=None)
     app = create_app(settings)
     try:
         client = app.test_client()

@@ -26,7 +26,7 @@ from blackwidow.app import create_app
 from blackwidow.errors import ApiError
 from blackwidow.models import Crawler, CrawlerChange
 from blackwidow.settings import Settings
-from tests.component.conftest import ADMIN, SECRET, bearer
+from tests.component.conftest import ADMIN, bearer, hub_settings
 from tests.support import served
 
 BUSY_TIMEOUT = 0.3  # seconds
@@ -39,13 +39,7 @@ def rss(n: int = 0) -> dict[str, Any]:
 
 
 def make_app(database_url: str, tmp_path: Path, busy_timeout: float) -> Flask:
-    settings = Settings(
-        database_url=database_url,
-        store_url=f"sqlite:///{tmp_path / 'items.db'}",
-        admin_token=ADMIN,
-        cluster_secret=SECRET,
-        database_busy_timeout=busy_timeout,
-    )
+    settings = hub_settings(database_url, tmp_path, database_busy_timeout=busy_timeout)
     return create_app(settings)
 
 

@@ -16,14 +16,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from blackwidow.app import create_app
 from blackwidow.models import Node as NodeRow
 from blackwidow.monitor.loop import MonitorLoop
-from blackwidow.settings import Settings
 from blackwidow.store.sqlite import SqliteStore
 from sources.fetcher import GuardedFetcher
 from sources.pool import DataSourcePool
 from sources.registry import SourceContext, opener
 from spawn.app import create_node_app
 from spawn.node import Node
-from tests.component.conftest import ADMIN, SECRET, bearer
+from tests.component.conftest import ADMIN, SECRET, bearer, hub_settings
 from tests.servers.hostile_http import HostileServer
 from tests.support import served, wait_until
 
@@ -163,13 +162,7 @@ def test_figures_move_after_monitor_cycles_and_a_deleted_node_leaves_no_series(
 def test_scrapes_can_be_restricted_by_token_and_network(
     database_url, tmp_path, restriction, headers, status, code
 ):
-    settings = Settings(
-        database_url=database_url,
-        store_url=f"sqlite:///{tmp_path / 'items.db'}",
-        admin_token=ADMIN,
-        cluster_secret=SECRET,
-        **restriction,
-    )
+    settings = hub_settings(database_url, tmp_path, **restriction)
     app = create_app(settings)
     try:
         response = app.test_client().get(

@@ -14,8 +14,7 @@ from blackwidow.alerts import events
 from blackwidow.alerts.hooks import MAX_PER_USER
 from blackwidow.alerts.outbox import Outbox
 from blackwidow.app import create_app
-from blackwidow.settings import Settings
-from tests.component.conftest import ADMIN, SECRET, bearer
+from tests.component.conftest import ADMIN, bearer, hub_settings
 
 HOOK = {"url": "http://127.0.0.1:9/hook", "secret": "a-long-secret"}
 
@@ -23,13 +22,7 @@ HOOK = {"url": "http://127.0.0.1:9/hook", "secret": "a-long-secret"}
 @pytest.fixture
 def hub_app(database_url: str, tmp_path: Path) -> Iterator[Flask]:
     """The hub with loopback allowed, as BLACKWIDOW_FETCH_ALLOW=127.0.0.1 would."""
-    settings = Settings(
-        database_url=database_url,
-        store_url=f"sqlite:///{tmp_path / 'items.db'}",
-        admin_token=ADMIN,
-        cluster_secret=SECRET,
-        fetch_allow=frozenset({"127.0.0.1"}),
-    )
+    settings = hub_settings(database_url, tmp_path, fetch_allow=frozenset({"127.0.0.1"}))
     app = create_app(settings)
     yield app
     with app.extensions["blackwidow"].sessions() as session:

@@ -6,7 +6,11 @@ failures, orphans and detaches happen within seconds.
 
 from __future__ import annotations
 
+import os
 import secrets
+import socket
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -75,6 +79,36 @@ class Cluster:
         other = self._start(f"hub{len(self.other_hubs) + 2}", "blackwidow", "hub", "--port", "0")
         self.other_hubs.append(other)
         return other
+
+    def start_gunicorn_hub(self, workers: int, **env: str) -> processes.Running:
+        """The hub as production runs it (gunicorn with the Procfile's config), answering."""
+        environ = {**os.environ, **self.env, **env}
+        command = [sys.executable, "-m", "blackwidow", "db", "upgrade"]
+        subprocess.run(command, env=environ, check=True)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        log_path = self.workdir / "gunicorn.log"
+        with open(log_path, "w") as log:
+            hub = subprocess.Popen(
+                [
+                    *(sys.executable, "-m", "gunicorn", "-c", "python:blackwidow.gunicorn_conf"),
+                    *("-w", str(workers), "-b", f"127.0.0.1:{port}", "blackwidow.wsgi:app"),
+                ],
+                env=environ,
+                stderr=log,
+                stdout=log,
+            )
+        self.hub = self.adopt(processes.Running("hub", hub, f"http://127.0.0.1:{port}", log_path))
+
+        def answers() -> bool:
+            try:
+                return requests.get(f"{self.hub_url}/healthz", timeout=2).ok
+            except requests.RequestException:  # refused, or a worker still booting under load
+                return False
+
+        wait_until(answers, what="gunicorn to answer")
+        return self.hub
 
     def add_node(
         self, hub_url: str | None = None, advertise_url: str | None = None, port: int = 0

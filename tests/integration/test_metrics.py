@@ -4,10 +4,6 @@ monitor's counters never go back, and the API's request counts are every worker'
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 from typing import Any
 
 import requests
@@ -17,12 +13,6 @@ from tests.integration.conftest import Cluster
 from tests.support import wait_until
 
 SCRAPES = 20  # each over a new connection, taken by either worker
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _scrape(hub_url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -39,38 +29,10 @@ def _of(samples: dict, prefix: str) -> dict[Any, float]:
     return {key: value for key, value in samples.items() if key[0].startswith(prefix)}
 
 
-def _start_gunicorn(c: Cluster, tmp_path) -> str:
-    env = {**os.environ, **c.env, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
-    subprocess.run([sys.executable, "-m", "blackwidow", "db", "upgrade"], env=env, check=True)
-    port = _free_port()
-    log_path = tmp_path / "gunicorn.log"
-    with open(log_path, "w") as log:
-        hub = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "gunicorn", "-c", "python:blackwidow.gunicorn_conf"),
-                *("-w", "2", "-b", f"127.0.0.1:{port}", "blackwidow.wsgi:app"),
-            ],
-            env=env,
-            stderr=log,
-            stdout=log,
-        )
-    hub_url = f"http://127.0.0.1:{port}"
-    c.hub = c.adopt(type(c.feeds)("hub", hub, hub_url, log_path))  # c.stop() stops it
-    return hub_url
-
-
 def test_every_gunicorn_worker_serves_the_same_cluster_figures(tmp_path):
     c = Cluster(tmp_path, {})
     try:
-        hub_url = _start_gunicorn(c, tmp_path)
-
-        def answers() -> bool:
-            try:
-                return requests.get(f"{hub_url}/healthz", timeout=2).ok
-            except requests.RequestException:  # refused, or a worker still booting under load
-                return False
-
-        wait_until(answers, what="gunicorn to answer")
+        hub_url = c.start_gunicorn_hub(2, PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics")).url
         c.add_node()
         c.wait_for_nodes(1)
         token = c.user()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 
@@ -14,45 +13,10 @@ from tests.integration.conftest import Cluster
 from tests.support import wait_until
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_gunicorn_workers_run_exactly_one_monitor(tmp_path):
     c = Cluster(tmp_path, {})
-    env = {**os.environ, **c.env}
-    subprocess.run([sys.executable, "-m", "blackwidow", "db", "upgrade"], env=env, check=True)
-    port = _free_port()
-    log_path = tmp_path / "gunicorn.log"
-    with open(log_path, "w") as log:
-        hub = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "-w",
-                "3",
-                "-b",
-                f"127.0.0.1:{port}",
-                "blackwidow.wsgi:app",
-            ],
-            env=env,
-            stderr=log,
-            stdout=log,
-        )
-    hub_url = f"http://127.0.0.1:{port}"
-    c.hub = c.adopt(type(c.feeds)("hub", hub, hub_url, log_path))  # c.stop() stops it
     try:
-
-        def answers() -> bool:
-            try:
-                return requests.get(f"{hub_url}/healthz", timeout=2).ok
-            except requests.RequestException:  # refused, or a worker still booting under load
-                return False
-
-        wait_until(answers, what="gunicorn to answer")
+        hub = c.start_gunicorn_hub(3)
         c.add_node()
         c.wait_for_nodes(1)
         token = c.user()
@@ -61,7 +25,7 @@ def test_gunicorn_workers_run_exactly_one_monitor(tmp_path):
         wait_until(
             lambda: c.call("GET", "/api/v1/health").json()["monitor"]["leader"], what="leader"
         )
-        assert log_path.read_text().count("monitor leading") == 1
+        assert hub.log_path.read_text().count("monitor leading") == 1
     finally:
         c.stop()
 
