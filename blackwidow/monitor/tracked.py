@@ -7,7 +7,6 @@ update), on SQLite and PostgreSQL alike. Decides nothing.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -106,7 +105,7 @@ def elsewhere(session: Session, limits: Mapping[int, int], shard: Shard) -> dict
     """user id -> the user's budget with what other shards' crawlers hold, stored and wait
     for, with the users' rows locked until the transaction ends: a shard leader that grants
     from the rest of a budget must not race another doing the same."""
-    budgets = {user_id: ShardBudget(limit) for user_id, limit in limits.items()}
+    others: dict[int, list[Any]] = {user_id: [] for user_id in limits}
     for chunk in chunks(set(limits)):
         session.execute(update(User).where(User.id.in_(chunk)).values(item_limit=User.item_limit))
         rows = session.execute(
@@ -120,16 +119,17 @@ def elsewhere(session: Session, limits: Mapping[int, int], shard: Shard) -> dict
             ).where(Crawler.user_id.in_(chunk))
         )
         for row in rows:
-            if shard.owns(row.uuid):
-                continue
-            budget = budgets[row.user_id]
-            budgets[row.user_id] = dataclasses.replace(
-                budget,
-                held_elsewhere=budget.held_elsewhere + max(row.lease, row.items_collected),
-                stored_elsewhere=budget.stored_elsewhere + row.items_collected,
-                starved_elsewhere=budget.starved_elsewhere + _starved(row),
-            )
-    return budgets
+            if not shard.owns(row.uuid):
+                others[row.user_id].append(row)
+    return {
+        user_id: ShardBudget(
+            limit,
+            held_elsewhere=sum(max(row.lease, row.items_collected) for row in others[user_id]),
+            stored_elsewhere=sum(row.items_collected for row in others[user_id]),
+            starved_elsewhere=sum(_starved(row) for row in others[user_id]),
+        )
+        for user_id, limit in limits.items()
+    }
 
 
 def _starved(row: Any) -> bool:
