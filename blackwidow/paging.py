@@ -1,0 +1,77 @@
+"""Keyset pages for every list: a bounded page, and a signed cursor to the next one.
+
+A cursor is where the last page ended (the sort key of its last row, or Cassandra's paging
+state), signed with a key derived from the cluster secret and salted with the list, the
+caller and the list's filters. A client cannot craft or alter one, nor carry it to another
+user's list or to other filters: it reads as a 400 naming `cursor`. Every hub process and
+gunicorn worker derives the same key, so any of them continues any page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+from flask import request
+from itsdangerous import BadSignature, URLSafeSerializer
+
+from blackwidow.auth import Caller
+from blackwidow.errors import ApiError
+from blackwidow.settings import Settings
+
+CURSOR_FIELD = "cursor"
+_KEY_LABEL = b"blackwidow list cursors"
+_PROCESS_KEY = os.urandom(32)  # no secret configured: cursors hold within this process only
+
+
+def cursor_key(settings: Settings) -> bytes:
+    """The signing key: derived from the cluster secret (or the admin token) like the
+    dashboard's session key, under its own label so one never verifies the other."""
+    base = settings.cluster_secret or settings.admin_token
+    if not base:
+        return _PROCESS_KEY
+    return hmac.new(base.encode(), _KEY_LABEL, hashlib.sha256).digest()
+
+
+class Cursors:
+    """Signs and reads the cursors of one list for one caller under one set of filters."""
+
+    def __init__(
+        self, key: bytes, listing: str, caller: Caller, filters: Mapping[str, Any]
+    ) -> None:
+        who = "admin" if caller.is_admin else f"user {caller.user_id}"
+        scope = json.dumps([listing, who, dict(filters)], sort_keys=True, default=str)
+        self._serializer = URLSafeSerializer(key, salt=scope)
+
+    def dump(self, position: Any) -> str:
+        """An opaque cursor for `position` (any JSON value: a sort key, a paging state)."""
+        return self._serializer.dumps(position)
+
+    def load(self, cursor: str | None) -> Any:
+        """The position a cursor holds, or None for the first page."""
+        if cursor is None:
+            return None
+        try:
+            return self._serializer.loads(cursor)
+        except BadSignature:
+            raise ApiError(
+                400,
+                "invalid",
+                "cursor: not a cursor this list gave for these filters",
+                CURSOR_FIELD,
+            ) from None
+
+
+def next_link(cursor: str | None) -> dict[str, str]:
+    """The `Link: <...>; rel="next"` header for the page after this one (none on the last):
+    this request's URL and query, with the new cursor in place of the old."""
+    if cursor is None:
+        return {}
+    query = [(name, value) for name, value in request.args.items(multi=True) if name != "cursor"]
+    query.append((CURSOR_FIELD, cursor))
+    return {"Link": f'<{request.base_url}?{urlencode(query)}>; rel="next"'}
