@@ -39,16 +39,24 @@ def register(session: Session, url: str, capacity: int, alerts: Emitter) -> Node
     return node
 
 
-def listing(session: Session) -> list[Node]:
-    return list(session.scalars(select(Node).order_by(Node.id)))
+def listing(session: Session, after: int | None = None, limit: int | None = None) -> list[Node]:
+    """Nodes in id order, from past `after` (a keyset page), `limit` at most."""
+    query = select(Node).order_by(Node.id).limit(limit)
+    if after is not None:
+        query = query.where(Node.id > after)
+    return list(session.scalars(query))
 
 
-def report(session: Session, shards: int) -> list[dict[str, Any]]:
-    """Every node with its phi: what `GET /api/v1/nodes` answers and the dashboard shows."""
+def report(
+    session: Session, shards: int, after: int | None = None, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """Nodes with their phi: what `GET /api/v1/nodes` answers, a page at a time, and the
+    dashboard shows. Their counts are kept on their rows, updated by each poll: a page costs
+    its rows and the one row of the leader's figures, whatever the cluster's size."""
     phi = judged_phi(session, shards)
     return [
         {**{name: getattr(node, name) for name in _NODE_FIELDS}, "phi": phi.get(node.id)}
-        for node in listing(session)
+        for node in listing(session, after, limit)
     ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from marshmallow import ValidationError
-from sqlalchemy import insert, select
+from sqlalchemy import Select, insert, select
 from sqlalchemy.orm import Session
 
 from blackwidow import changes
@@ -108,30 +108,51 @@ def visible(caller: Caller) -> Any:
     return True if caller.is_admin else Crawler.user_id == caller.user_id
 
 
-def listing(
-    session: Session,
+def listing(session: Session, caller: Caller, **filters: Any) -> list[Crawler]:
+    """The caller's crawlers (the admin's: all) in id order, narrowed as `_chosen` says."""
+    return list(session.scalars(_chosen(select(Crawler), caller, **filters)))
+
+
+def listing_with_nodes(
+    session: Session, caller: Caller, **filters: Any
+) -> list[tuple[Crawler, int | None]]:
+    """Each crawler `listing` gives, with the node it is assigned to, in the same query (only
+    the listed crawlers' assignments are read): what the REST list and the dashboard show."""
+    joined = select(Crawler, Assignment.node_id).outerjoin(
+        Assignment, Assignment.crawler_id == Crawler.id
+    )
+    return [
+        (crawler, node_id)
+        for crawler, node_id in session.execute(_chosen(joined, caller, **filters))
+    ]
+
+
+def _chosen(
+    query: Select[Any],
     caller: Caller,
     state: str | None = None,
     source: str | None = None,
     source_key: str | None = None,
-) -> list[Crawler]:
-    """The caller's crawlers (the admin's: all), narrowed by state, source type or source key."""
-    query = select(Crawler).where(visible(caller)).order_by(Crawler.id)
-    for column, wanted in ((Crawler.state, state), (Crawler.source, source)):
+    name: str | None = None,
+    after: int | None = None,
+    limit: int | None = None,
+) -> Select[Any]:
+    """A query of crawlers narrowed to those the caller may see, by state, source type,
+    source key or a part of the name (in any case; SQLite folds ASCII letters only), in id
+    order from past `after` (a keyset page, whose index is the primary key), `limit` at most."""
+    query = query.where(visible(caller)).order_by(Crawler.id)
+    for column, wanted in (
+        (Crawler.state, state),
+        (Crawler.source, source),
+        (Crawler.uuid, source_key),
+    ):
         if wanted is not None:
             query = query.where(column == wanted)
-    if source_key is not None:
-        query = query.where(Crawler.uuid == source_key)
-    return list(session.scalars(query))
-
-
-def listing_with_nodes(
-    session: Session, caller: Caller, **filters: str | None
-) -> list[tuple[Crawler, int | None]]:
-    """Each crawler `listing` gives, with the node it is assigned to: what the REST list and
-    the dashboard both show."""
-    nodes = assigned_nodes(session, caller)
-    return [(c, nodes.get(c.id)) for c in listing(session, caller, **filters)]
+    if name is not None:
+        query = query.where(Crawler.name.icontains(name, autoescape=True))
+    if after is not None:
+        query = query.where(Crawler.id > after)
+    return query if limit is None else query.limit(limit)
 
 
 def of_user(session: Session, user_id: int) -> list[Crawler]:
@@ -202,12 +223,6 @@ def running_node(session: Session, crawler_id: int) -> NodeTarget | None:
         .where(Assignment.crawler_id == crawler_id, Node.state != "dead")
     ).first()
     return None if row is None else NodeTarget(row.id, row.url, row.generation)
-
-
-def assigned_nodes(session: Session, caller: Caller) -> dict[int, int]:
-    """crawler id -> node id, for every assigned crawler the caller may see, in one query."""
-    query = select(Assignment.crawler_id, Assignment.node_id).join(Crawler).where(visible(caller))
-    return dict(session.execute(query).all())
 
 
 def feed_health(client: NodeClient, node: NodeTarget | None, crawler_id: int) -> dict[str, Any]:

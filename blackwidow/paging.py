@@ -13,20 +13,32 @@ import hashlib
 import hmac
 import json
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from flask import request
 from itsdangerous import BadSignature, URLSafeSerializer
 
+from blackwidow.api.context import caller, hub
 from blackwidow.auth import Caller
 from blackwidow.errors import ApiError
 from blackwidow.settings import Settings
 
 CURSOR_FIELD = "cursor"
+PAGE_FIELDS = ("limit", CURSOR_FIELD)  # a list's own arguments; the others are its filters
 _KEY_LABEL = b"blackwidow list cursors"
 _PROCESS_KEY = os.urandom(32)  # no secret configured: cursors hold within this process only
+# what a list's OpenAPI description says of its next-page header
+LINK_HEADER = {
+    "Link": {
+        "description": 'the next page, when there is more: `<URL>; rel="next"`, this request '
+        "with a `cursor`; absent on the last page",
+        "schema": {"type": "string"},
+    }
+}
+
+Row = TypeVar("Row")
 
 
 def cursor_key(settings: Settings) -> bytes:
@@ -66,12 +78,47 @@ class Cursors:
                 CURSOR_FIELD,
             ) from None
 
+    def page(
+        self, rows: Sequence[Row], limit: int, position: Callable[[Row], Any]
+    ) -> tuple[list[Row], str | None]:
+        """The page out of `limit + 1` rows read, and the cursor to the next page: reading one
+        row beyond tells whether there is more without counting. None on the last page."""
+        if len(rows) <= limit:
+            return list(rows), None
+        kept = list(rows[:limit])
+        return kept, self.dump(position(kept[-1]))
+
+
+def next_url(cursor: str) -> str:
+    """This request's URL and query, with `cursor` in place of the old one."""
+    query = [
+        (name, value) for name, value in request.args.items(multi=True) if name != CURSOR_FIELD
+    ]
+    query.append((CURSOR_FIELD, cursor))
+    return f"{request.base_url}?{urlencode(query)}"
+
 
 def next_link(cursor: str | None) -> dict[str, str]:
-    """The `Link: <...>; rel="next"` header for the page after this one (none on the last):
-    this request's URL and query, with the new cursor in place of the old."""
-    if cursor is None:
-        return {}
-    query = [(name, value) for name, value in request.args.items(multi=True) if name != "cursor"]
-    query.append((CURSOR_FIELD, cursor))
-    return {"Link": f'<{request.base_url}?{urlencode(query)}>; rel="next"'}
+    """The `Link: <...>; rel="next"` header for the page after this one (none on the last)."""
+    return {} if cursor is None else {"Link": f'<{next_url(cursor)}>; rel="next"'}
+
+
+def paged(
+    listing: str,
+    args: Mapping[str, Any],
+    read: Callable[..., Sequence[Row]],
+    position: Callable[[Row], Any],
+) -> tuple[list[Row], str | None]:
+    """One page of a keyset list, for the caller of this request, and the cursor to the next
+    page (None on the last): for `next_link`, or `next_url` on a dashboard page.
+
+    `args` are the list's query arguments (`limit`, `cursor`, and filters, which scope the
+    cursor); `read(after=..., limit=..., **filters)` gives the rows past the position a
+    cursor holds (None: from the start), in the list's order, at most `limit`; `position`
+    is a row's sort key, what the next cursor holds.
+    """
+    filters = {name: value for name, value in args.items() if name not in PAGE_FIELDS}
+    cursors = Cursors(cursor_key(hub().settings), listing, caller(), filters)
+    after = cursors.load(args.get(CURSOR_FIELD))
+    rows = read(after=after, limit=args["limit"] + 1, **filters)
+    return cursors.page(rows, args["limit"], position)

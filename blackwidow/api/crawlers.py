@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from flask.views import MethodView
@@ -9,18 +10,19 @@ from flask_smorest import Blueprint
 
 from blackwidow import crawlers
 from blackwidow.api.context import caller, hub, transaction
+from blackwidow.api.list_args import CrawlerListArgs
 from blackwidow.api.schemas import (
     CrawlerBatch,
     CrawlerBatchOut,
     CrawlerCreate,
     CrawlerFeedsOut,
-    CrawlerListArgs,
     CrawlerOut,
     CrawlerUpdate,
     ItemsArgs,
     ItemsOut,
 )
 from blackwidow.models import Crawler
+from blackwidow.paging import LINK_HEADER, next_link, paged
 
 _CRAWLER_FIELDS = [name for name in CrawlerOut().fields if name != "node_id"]
 
@@ -37,11 +39,13 @@ def _out(crawler: Crawler, node_id: int | None) -> dict[str, Any]:
 @blp.route("")
 class Crawlers(MethodView):
     @blp.arguments(CrawlerListArgs(), location="query")
-    @blp.response(200, CrawlerOut(many=True))
-    def get(self, filters: dict[str, Any]) -> list[dict[str, Any]]:
+    @blp.response(200, CrawlerOut(many=True), headers=LINK_HEADER)
+    def get(self, args: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, str]]:
+        """The caller's crawlers (the admin's: everyone's) in id order, a page at a time."""
         with transaction() as session:
-            listed = crawlers.listing_with_nodes(session, caller(), **filters)
-            return [_out(crawler, node_id) for crawler, node_id in listed]
+            read = partial(crawlers.listing_with_nodes, session, caller())
+            listed, cursor = paged("crawlers", args, read, lambda row: row[0].id)
+            return [_out(crawler, node_id) for crawler, node_id in listed], next_link(cursor)
 
     @blp.arguments(CrawlerCreate())
     @blp.response(201, CrawlerOut)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from flask.views import MethodView
@@ -9,20 +10,26 @@ from flask_smorest import Blueprint
 
 from blackwidow import cluster, node_networks
 from blackwidow.api.context import caller, hub, transaction
+from blackwidow.api.list_args import PageArgs
 from blackwidow.api.schemas import NodeCount, NodeOut, NodeRegister, NodeRegistered
 from blackwidow.auth import require_admin
 from blackwidow.models import Node
+from blackwidow.paging import LINK_HEADER, next_link, paged
 
 blp = Blueprint("nodes", __name__, url_prefix="/api/v1/nodes", description="Spawn nodes")
 
 
 @blp.route("")
 class Nodes(MethodView):
-    @blp.response(200, NodeOut(many=True))
-    def get(self) -> list[dict[str, Any]]:
+    @blp.arguments(PageArgs(), location="query")
+    @blp.response(200, NodeOut(many=True), headers=LINK_HEADER)
+    def get(self, args: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, str]]:
+        """Every node in id order, a page at a time."""
         with transaction() as session:
             require_admin(caller())
-            return cluster.report(session, hub().settings.monitor_shards)
+            read = partial(cluster.report, session, hub().settings.monitor_shards)
+            nodes, cursor = paged("nodes", args, read, lambda node: node["id"])
+            return nodes, next_link(cursor)
 
     @blp.arguments(NodeRegister())
     @blp.response(201, NodeRegistered)

@@ -8,7 +8,6 @@ from marshmallow import INCLUDE, Schema, ValidationError, fields, validate
 
 from blackwidow.errors import invalid_input
 from blackwidow.models import MAX_INTEGER
-from blackwidow.monitor.states import CRAWLER_STATES
 from sources.model import DEFAULT_PRIORITY, PRIORITIES
 from sources.registry import CREDENTIAL_SCHEMAS, SOURCE_TYPES
 
@@ -17,12 +16,12 @@ MAX_BATCH = 1000  # crawlers per batch create: one transaction, a short write lo
 
 # PostgreSQL refuses what SQLite stores: text longer than its column, NUL characters and
 # integers past MAX_INTEGER. Checked here, such input is a 422 on both rather than a 500.
-_NAME_RULES = [
+NAME_RULES = [
     validate.Length(min=1, max=200),
     validate.ContainsNoneOf("\x00", error="must not contain NUL characters"),
 ]
 _COUNT_RULE = validate.Range(min=1, max=MAX_INTEGER)
-_name = fields.String(required=True, validate=_NAME_RULES)
+_name = fields.String(required=True, validate=NAME_RULES)
 _limit = fields.Integer(strict=True, allow_none=True, validate=_COUNT_RULE)
 _retention = fields.Integer(
     strict=True,
@@ -132,30 +131,13 @@ class CrawlerBatch(Schema):
 
 
 class CrawlerUpdate(Schema):
-    name = fields.String(validate=_NAME_RULES)
+    name = fields.String(validate=NAME_RULES)
     query = fields.Dict()
     item_limit = _limit
     retention_days = _retention
     enabled = fields.Boolean()
     priority = fields.String(
         validate=validate.OneOf(list(PRIORITIES)), metadata={"description": _PRIORITY_HELP}
-    )
-
-
-class CrawlerListArgs(Schema):
-    state = fields.String(
-        validate=validate.OneOf(CRAWLER_STATES),
-        metadata={"description": "only crawlers in this state"},
-    )
-    source = fields.String(
-        validate=validate.OneOf(sorted(SOURCE_TYPES)),
-        metadata={"description": "only this source type"},
-    )
-    uuid = fields.String(
-        data_key="uuid",
-        attribute="source_key",
-        validate=validate.Regexp(r"^[0-9a-f-]{36}$", error="a source key (a UUID)"),
-        metadata={"description": "only crawlers of this source key (sharing a data source)"},
     )
 
 
@@ -280,13 +262,6 @@ class WebhookOut(Schema):
     user_id = fields.Integer()
     url = fields.String()
     created_at = fields.DateTime()
-
-
-class DeliveriesArgs(Schema):
-    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=100))
-    before = fields.Integer(
-        validate=validate.Range(min=1), metadata={"description": "ids below this (paging on)"}
-    )
 
 
 class DeliveryOut(Schema):

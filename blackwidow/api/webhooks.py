@@ -3,19 +3,20 @@ for the admin. Secrets are taken, never shown."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
-from urllib.parse import urlencode
 
-from flask import request
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from blackwidow import accounts
 from blackwidow.alerts import history, hooks
 from blackwidow.api.context import caller, hub, transaction
-from blackwidow.api.schemas import DeliveriesArgs, DeliveryOut, WebhookCreate, WebhookOut
+from blackwidow.api.list_args import DeliveriesArgs
+from blackwidow.api.schemas import DeliveryOut, WebhookCreate, WebhookOut
 from blackwidow.auth import require_admin
 from blackwidow.models import Webhook, WebhookDelivery
+from blackwidow.paging import LINK_HEADER, next_link, paged
 
 blp = Blueprint(
     "webhooks",
@@ -23,15 +24,6 @@ blp = Blueprint(
     url_prefix="/api/v1",
     description="Alert webhooks (a user's: admin token, or their own; the cluster's: admin)",
 )
-
-
-def _page(rows: list[WebhookDelivery], limit: int) -> tuple[list[WebhookDelivery], dict]:
-    """The page, and a Link to the next one when there is more (one row beyond was read)."""
-    if len(rows) <= limit:
-        return rows, {}
-    rows = rows[:limit]
-    query = urlencode({"limit": limit, "before": rows[-1].id})
-    return rows, {"Link": f'<{request.base_url}?{query}>; rel="next"'}
 
 
 @blp.route("/users/<int:user_id>/webhooks")
@@ -66,22 +58,26 @@ class WebhookById(MethodView):
 @blp.route("/users/<int:user_id>/webhooks/deliveries")
 class UserDeliveries(MethodView):
     @blp.arguments(DeliveriesArgs(), location="query")
-    @blp.response(200, DeliveryOut(many=True))
-    def get(self, args: dict[str, Any], user_id: int) -> tuple[list[WebhookDelivery], dict]:
+    @blp.response(200, DeliveryOut(many=True), headers=LINK_HEADER)
+    def get(
+        self, args: dict[str, Any], user_id: int
+    ) -> tuple[list[WebhookDelivery], dict[str, str]]:
         """The latest deliveries to the user's webhooks, newest first."""
         with transaction() as session:
             accounts.get_user(session, caller(), user_id)
-            rows = history.recent(session, user_id, args["limit"] + 1, args.get("before"))
-        return _page(rows, args["limit"])
+            read = partial(history.recent, session, user_id)
+            rows, cursor = paged(f"user {user_id} deliveries", args, read, lambda row: row.id)
+        return rows, next_link(cursor)
 
 
 @blp.route("/webhooks/deliveries")
 class ClusterDeliveries(MethodView):
     @blp.arguments(DeliveriesArgs(), location="query")
-    @blp.response(200, DeliveryOut(many=True))
-    def get(self, args: dict[str, Any]) -> tuple[list[WebhookDelivery], dict]:
+    @blp.response(200, DeliveryOut(many=True), headers=LINK_HEADER)
+    def get(self, args: dict[str, Any]) -> tuple[list[WebhookDelivery], dict[str, str]]:
         """The latest deliveries to the cluster's webhook (BLACKWIDOW_WEBHOOK_URL)."""
         with transaction() as session:
             require_admin(caller())
-            rows = history.recent(session, None, args["limit"] + 1, args.get("before"))
-        return _page(rows, args["limit"])
+            read = partial(history.recent, session, None)
+            rows, cursor = paged("cluster deliveries", args, read, lambda row: row.id)
+        return rows, next_link(cursor)

@@ -8,6 +8,7 @@ user's crawler is missing here as it is there.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from flask import flash, redirect, render_template, request, url_for
@@ -16,17 +17,19 @@ from marshmallow import ValidationError
 
 from blackwidow import crawlers
 from blackwidow.api.context import caller, hub, transaction
-from blackwidow.api.schemas import CrawlerListArgs
+from blackwidow.api.list_args import CrawlerListArgs
 from blackwidow.dashboard import chart
 from blackwidow.dashboard.blueprint import blp, safe_next
 from blackwidow.dashboard.forms import crawler_edits
 from blackwidow.errors import ApiError
 from blackwidow.models import utcnow
 from blackwidow.monitor.states import CRAWLER_STATES
+from blackwidow.paging import CURSOR_FIELD, next_url, paged
 from blackwidow.store import StoreUnavailable
 from sources.model import Item
 from sources.registry import SOURCE_TYPES
 
+SHOWN_CRAWLERS = 100  # a page of the list, as the API's default
 CHART_MINUTES = 30
 CHART_ITEMS = 1000  # the newest items the chart counts: the items API's largest page
 SHOWN_ITEMS = 20
@@ -34,18 +37,22 @@ SHOWN_ITEMS = 20
 
 @blp.route("/crawlers", endpoint="crawlers")
 def crawler_list() -> ResponseReturnValue:
-    chosen = {name: request.args[name] for name in ("state", "source") if request.args.get(name)}
+    """A page of the crawlers, as `GET /api/v1/crawlers` pages them, with a link to the next."""
+    asked = ("state", "source", CURSOR_FIELD)
+    chosen = {name: request.args[name] for name in asked if request.args.get(name)}
     try:  # the list endpoint's own checks: a value it would refuse filters nothing here
-        filters = {"state": None, "source": None} | CrawlerListArgs().load(chosen)
+        args = CrawlerListArgs().load(chosen | {"limit": SHOWN_CRAWLERS})
     except ValidationError as error:
         flash(f"{', '.join(sorted(error.messages))}: not a value to filter by", "error")
-        filters = {"state": None, "source": None}
+        args = {"limit": SHOWN_CRAWLERS}
     with transaction() as session:
-        listed = crawlers.listing_with_nodes(session, caller(), **filters)
+        read = partial(crawlers.listing_with_nodes, session, caller())
+        listed, cursor = paged("crawlers", args, read, lambda row: row[0].id)
     return render_template(
         "dashboard/crawlers.html",
         listed=listed,
-        filters=filters,
+        next_page=None if cursor is None else next_url(cursor),
+        filters={"state": args.get("state"), "source": args.get("source")},
         states=CRAWLER_STATES,
         sources=sorted(SOURCE_TYPES),
         back=request.full_path.rstrip("?"),
