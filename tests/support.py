@@ -1,7 +1,9 @@
-"""Helpers every test tier shares: waiting on a condition with a deadline, and a clock to set."""
+"""Helpers every test tier shares: waiting on a condition with a deadline, a clock to set, and
+reading a paged list whole."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -32,6 +34,27 @@ def wait_until(condition: Callable[[], Any], timeout: float = 30.0, what: str = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.02)
+
+
+def next_page(link: str | None) -> str | None:
+    """The URL of a `Link: <URL>; rel="next"` header, or None when it names no next page."""
+    found = re.search(r'<([^>]*)>\s*;\s*rel="next"', link or "")
+    return found.group(1) if found else None
+
+
+def every_page(get: Callable[[str], Any], url: str) -> list[Any]:
+    """Every row of a paged list, following its `Link: rel="next"` headers to the last page.
+    `get` answers a URL with a Flask test response or a requests one."""
+    rows: list[Any] = []
+    at: str | None = url
+    for _ in range(10_000):  # a list that never ends fails rather than hangs
+        if at is None:
+            return rows
+        response = get(at)
+        assert response.status_code == 200, (at, response.status_code)
+        rows += response.json() if callable(response.json) else response.json
+        at = next_page(response.headers.get("Link"))
+    raise AssertionError(f"{url}: still a next page after 10,000")
 
 
 class SinkRecorder:

@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from blackwidow.demo import processes
-from tests.support import wait_until
+from tests.support import every_page, wait_until
 
 FAST_TIMERS = {
     "BLACKWIDOW_POLL_INTERVAL": "0.5",
@@ -128,6 +128,13 @@ class Cluster:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return requests.request(
             method, f"{self.hub_url}{path}", headers=headers, timeout=10, **kwargs
+        )
+
+    def every(self, path: str, token: str | None = None) -> list[Any]:
+        """Every row of a paged list: its Link headers followed to the last page."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return every_page(
+            lambda url: requests.get(url, headers=headers, timeout=10), f"{self.hub_url}{path}"
         )
 
     def user(self, name: str = "ana", item_limit: int | None = None) -> str:

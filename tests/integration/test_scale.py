@@ -49,7 +49,7 @@ def test_two_thousand_crawlers_settle_on_one_node(cluster) -> None:
     placed_in = time.monotonic() - started
 
     def stored() -> int:
-        listed = c.call("GET", "/api/v1/crawlers", token).json()
+        listed = c.every("/api/v1/crawlers?limit=1000", token)
         return sum(crawler["items_collected"] for crawler in listed)
 
     wait_until(lambda: stored() == CRAWLERS * ITEMS, timeout=300, what="every item stored")
@@ -61,7 +61,7 @@ def test_two_thousand_crawlers_settle_on_one_node(cluster) -> None:
     log = node.log_path.read_text()
     assert "orphan subscriber dropped" not in log
     assert "node detached" not in log
-    nodes = c.call("GET", "/api/v1/nodes", c.admin_token).json()
+    nodes = c.every("/api/v1/nodes", c.admin_token)
     assert [n["state"] for n in nodes] == ["active"]
     MEASUREMENTS.append(
         f"{CRAWLERS} crawlers on one node: created in {created_in:.1f}s, all running after "
