@@ -4,6 +4,8 @@ the caller and the filters it was given with."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -14,6 +16,7 @@ from sqlalchemy import event
 
 from blackwidow.models import Assignment
 from tests.component.conftest import ADMIN, SECRET, bearer
+from tests.component.test_dashboard import sign_in
 from tests.support import every_page, next_page
 
 CRAWLERS = "/api/v1/crawlers"
@@ -201,3 +204,17 @@ def test_a_page_reads_its_own_crawlers_nodes_in_the_same_query(client, make_user
     reads = [s for s in seen if s.startswith("SELECT") and "assignments" in s]
     assert len(reads) == 2 and all("FROM crawlers LEFT OUTER JOIN assignments" in s for s in reads)
     assert all("LIMIT" in s for s in reads), reads
+
+
+def test_the_dashboard_pages_the_crawler_list_alike(client, make_user) -> None:
+    token = make_user()["token"]
+    ids = create(client, token, [body(n, "twitter") for n in range(130)])
+    sign_in(client, token)
+    first = client.get("/crawlers?source=twitter").get_data(as_text=True)
+    shown = [int(i) for i in re.findall(r'data-crawler="(\d+)"', first)]
+    assert shown == ids[:100]
+    found = re.search(r'<a href="([^"]+)" rel="next">', first)
+    assert found and "source=twitter" in found.group(1)
+    second = client.get(html.unescape(found.group(1))).get_data(as_text=True)
+    assert [int(i) for i in re.findall(r'data-crawler="(\d+)"', second)] == ids[100:]
+    assert 'rel="next"' not in second
