@@ -11,6 +11,7 @@ from flask.testing import FlaskClient
 from blackwidow import changes
 from blackwidow.api.schemas import MAX_BATCH
 from tests.component.conftest import ADMIN, bearer
+from tests.support import every_page
 
 BATCH = "/api/v1/crawlers/batch"
 
@@ -25,7 +26,7 @@ def rss(n: int, **extra: Any) -> dict[str, Any]:
 
 
 def listed(client: FlaskClient, token: str) -> list[dict[str, Any]]:
-    return client.get("/api/v1/crawlers", headers=bearer(token)).json
+    return every_page(lambda url: client.get(url, headers=bearer(token)), "/api/v1/crawlers")
 
 
 def test_a_batch_creates_every_entry_in_order(client, make_user, sessions):
