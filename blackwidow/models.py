@@ -87,10 +87,12 @@ class Crawler(Base):
     """A user's configuration, plus what the monitor last learned about it from its node."""
 
     __tablename__ = "crawlers"
+    # a user's crawlers in id order: their list pages by id, and deleting a user finds them
+    __table_args__ = (Index("ix_crawlers_user_page", "user_id", "id"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     uuid: Mapped[str] = mapped_column(String(36), index=True)  # the source key
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(200))
     source: Mapped[str] = mapped_column(String(40))
     query: Mapped[dict[str, Any]] = mapped_column(JSON)
