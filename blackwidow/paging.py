@@ -59,19 +59,37 @@ class Cursors:
         try:
             return self._serializer.loads(cursor)
         except BadSignature:
-            raise ApiError(
-                400,
-                "invalid",
-                "cursor: not a cursor this list gave for these filters",
-                CURSOR_FIELD,
-            ) from None
+            raise bad_cursor() from None
+
+
+def bad_cursor() -> ApiError:
+    """The 400 for a cursor that is not this list's: also for a signed one whose position the
+    store no longer reads (the store changed under the hub)."""
+    return ApiError(
+        400, "invalid", "cursor: not a cursor this list gave for these filters", CURSOR_FIELD
+    )
+
+
+def next_url(cursor: str | None) -> str | None:
+    """The URL of the page after this one (None on the last): this request's URL and query,
+    with the new cursor in place of the old."""
+    if cursor is None:
+        return None
+    query = [(name, value) for name, value in request.args.items(multi=True) if name != "cursor"]
+    query.append((CURSOR_FIELD, cursor))
+    return f"{request.base_url}?{urlencode(query)}"
 
 
 def next_link(cursor: str | None) -> dict[str, str]:
-    """The `Link: <...>; rel="next"` header for the page after this one (none on the last):
-    this request's URL and query, with the new cursor in place of the old."""
-    if cursor is None:
-        return {}
-    query = [(name, value) for name, value in request.args.items(multi=True) if name != "cursor"]
-    query.append((CURSOR_FIELD, cursor))
-    return {"Link": f'<{request.base_url}?{urlencode(query)}>; rel="next"'}
+    """The `Link: <...>; rel="next"` header for the page after this one (none on the last)."""
+    url = next_url(cursor)
+    return {} if url is None else {"Link": f'<{url}>; rel="next"'}
+
+
+def page_answer(
+    items: list[Any], position: Any, cursors: Cursors
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """A page's body, `{"items": [...], "next": url | null}`, and its Link header: `position`
+    is where the next page starts, None on the last."""
+    cursor = None if position is None else cursors.dump(position)
+    return {"items": items, "next": next_url(cursor)}, next_link(cursor)

@@ -1,4 +1,4 @@
-"""REST: a user's crawlers and their items."""
+"""REST: a user's crawlers (their items: blackwidow.api.items)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,6 @@ from blackwidow.api.schemas import (
     CrawlerListArgs,
     CrawlerOut,
     CrawlerUpdate,
-    ItemsArgs,
-    ItemsOut,
 )
 from blackwidow.models import Crawler
 
@@ -92,13 +90,3 @@ class CrawlerFeeds(MethodView):
             crawlers.get(session, caller(), crawler_id)
             node = crawlers.running_node(session, crawler_id)
         return crawlers.feed_health(hub().nodes, node, crawler_id)
-
-
-@blp.route("/<int:crawler_id>/items")
-class CrawlerItems(MethodView):
-    @blp.arguments(ItemsArgs(), location="query")
-    @blp.response(200, ItemsOut)
-    def get(self, args: dict[str, Any], crawler_id: int) -> dict[str, Any]:
-        with transaction() as session:
-            crawlers.get(session, caller(), crawler_id)
-        return {"items": hub().store.items(crawler_id, args["limit"])}
