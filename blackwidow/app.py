@@ -10,7 +10,16 @@ from werkzeug.exceptions import HTTPException
 
 from blackwidow import db
 from blackwidow.alerts.outbox import Outbox
-from blackwidow.api import conversations, crawlers, credentials, health, nodes, users, webhooks
+from blackwidow.api import (
+    conversations,
+    crawlers,
+    credentials,
+    health,
+    items,
+    nodes,
+    users,
+    webhooks,
+)
 from blackwidow.api.contention import retry_every_view
 from blackwidow.api.context import Hub
 from blackwidow.api.gate import guard_every_view
@@ -64,6 +73,7 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         credentials.blp,
         webhooks.blp,
         crawlers.blp,
+        items.blp,
         conversations.blp,
         nodes.blp,
     ):

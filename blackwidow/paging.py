@@ -71,12 +71,7 @@ class Cursors:
         try:
             return self._serializer.loads(cursor)
         except BadSignature:
-            raise ApiError(
-                400,
-                "invalid",
-                "cursor: not a cursor this list gave for these filters",
-                CURSOR_FIELD,
-            ) from None
+            raise bad_cursor() from None
 
     def page(
         self, rows: Sequence[Row], limit: int, position: Callable[[Row], Any]
@@ -89,8 +84,19 @@ class Cursors:
         return kept, self.dump(position(kept[-1]))
 
 
-def next_url(cursor: str) -> str:
-    """This request's URL and query, with `cursor` in place of the old one."""
+def bad_cursor() -> ApiError:
+    """The 400 for a cursor that is not this list's: also for a signed one whose position the
+    store no longer reads (the store changed under the hub)."""
+    return ApiError(
+        400, "invalid", "cursor: not a cursor this list gave for these filters", CURSOR_FIELD
+    )
+
+
+def next_url(cursor: str | None) -> str | None:
+    """The URL of the page after this one (None on the last): this request's URL and query,
+    with the new cursor in place of the old."""
+    if cursor is None:
+        return None
     query = [
         (name, value) for name, value in request.args.items(multi=True) if name != CURSOR_FIELD
     ]
@@ -100,7 +106,8 @@ def next_url(cursor: str) -> str:
 
 def next_link(cursor: str | None) -> dict[str, str]:
     """The `Link: <...>; rel="next"` header for the page after this one (none on the last)."""
-    return {} if cursor is None else {"Link": f'<{next_url(cursor)}>; rel="next"'}
+    url = next_url(cursor)
+    return {} if url is None else {"Link": f'<{url}>; rel="next"'}
 
 
 def paged(
@@ -122,3 +129,12 @@ def paged(
     after = cursors.load(args.get(CURSOR_FIELD))
     rows = read(after=after, limit=args["limit"] + 1, **filters)
     return cursors.page(rows, args["limit"], position)
+
+
+def page_answer(
+    items: list[Any], position: Any, cursors: Cursors
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """A page's body, `{"items": [...], "next": url | null}`, and its Link header: `position`
+    is where the next page starts, None on the last."""
+    cursor = None if position is None else cursors.dump(position)
+    return {"items": items, "next": next_url(cursor)}, next_link(cursor)

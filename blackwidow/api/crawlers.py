@@ -1,4 +1,4 @@
-"""REST: a user's crawlers and their items."""
+"""REST: a user's crawlers (their items: blackwidow.api.items)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,6 @@ from blackwidow.api.schemas import (
     CrawlerFeedsOut,
     CrawlerOut,
     CrawlerUpdate,
-    ItemsArgs,
-    ItemsOut,
 )
 from blackwidow.models import Crawler
 from blackwidow.paging import LINK_HEADER, next_link, paged
@@ -96,13 +94,3 @@ class CrawlerFeeds(MethodView):
             crawlers.get(session, caller(), crawler_id)
             node = crawlers.running_node(session, crawler_id)
         return crawlers.feed_health(hub().nodes, node, crawler_id)
-
-
-@blp.route("/<int:crawler_id>/items")
-class CrawlerItems(MethodView):
-    @blp.arguments(ItemsArgs(), location="query")
-    @blp.response(200, ItemsOut)
-    def get(self, args: dict[str, Any], crawler_id: int) -> dict[str, Any]:
-        with transaction() as session:
-            crawlers.get(session, caller(), crawler_id)
-        return {"items": hub().store.items(crawler_id, args["limit"])}

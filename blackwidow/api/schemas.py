@@ -177,32 +177,6 @@ class CrawlerBatchOut(Schema):
     crawlers = fields.List(fields.Nested(CrawlerOut), metadata={"description": "in request order"})
 
 
-class ItemsArgs(Schema):
-    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=1000))
-
-
-class ItemOut(Schema):
-    id = fields.String()
-    crawler_id = fields.Integer()
-    source = fields.String()
-    url = fields.String(allow_none=True)
-    title = fields.String(allow_none=True)
-    text = fields.String(allow_none=True, metadata={"description": "plain text"})
-    html = fields.String(
-        allow_none=True,
-        metadata={"description": "the content as published, sanitised HTML; null when none"},
-    )
-    author = fields.String(allow_none=True)
-    published_at = fields.DateTime(allow_none=True)
-    fetched_at = fields.DateTime()
-    conversation_id = fields.String(allow_none=True)
-    in_reply_to = fields.String(allow_none=True)
-
-
-class ItemsOut(Schema):
-    items = fields.List(fields.Nested(ItemOut))
-
-
 class NodeRegister(Schema):
     url = fields.Url(
         required=True,

@@ -6,9 +6,10 @@ Instants are kept to the millisecond (Cassandra's `timestamp` precision) and rea
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Protocol
+from collections.abc import Collection, Iterator, Sequence
+from typing import Any, Protocol
 
+from blackwidow.store.windows import EVERYTHING, Page, Window
 from sources.model import Item
 
 
@@ -33,6 +34,24 @@ class Store(Protocol):
         """A crawler's items, newest first (by fetched_at, then id), at most `limit`."""
         ...
 
+    def page(
+        self, crawler_id: int, limit: int, window: Window = EVERYTHING, after: Any = None
+    ) -> Page:
+        """The next `limit` of a crawler's items in `window`, in the order of `items`, from
+        `after` (a position an earlier page gave; None for the first page).
+
+        Pages read from where the last one ended (never an offset), so a page costs the same
+        wherever it is, and items stored meanwhile never shift one into the next page twice.
+        Raises BadPosition for a position this store did not give.
+        """
+        ...
+
+    def stream(self, crawler_id: int, window: Window = EVERYTHING) -> Iterator[Item]:
+        """Every item of a crawler in `window`, in the order of `items`, read in batches as it
+        is consumed: memory stays constant whatever the count. Raises StoreUnavailable while
+        iterating if the store stops answering."""
+        ...
+
     def conversation(
         self, conversation_id: str, crawler_ids: Collection[int], limit: int
     ) -> list[Item]:
@@ -40,6 +59,13 @@ class Store(Protocol):
 
         Order is by published_at (fetched_at when the item has none), then crawler, then id.
         """
+        ...
+
+    def conversation_page(
+        self, conversation_id: str, crawler_ids: Collection[int], limit: int, after: Any = None
+    ) -> Page:
+        """The next `limit` items of a conversation, in the order of `conversation`, from
+        `after` as `page` reads. Raises BadPosition for a position this store did not give."""
         ...
 
     def count(self, crawler_id: int) -> int:

@@ -17,7 +17,7 @@ import itertools
 import threading
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, TypeVar
 
 from cassandra import OperationTimedOut, ProtocolVersion, RequestExecutionException
@@ -37,7 +37,7 @@ from cassandra.policies import (
 )
 from cassandra.query import BatchStatement, BatchType
 
-from blackwidow.store import cassandra_schema, threads
+from blackwidow.store import cassandra_reads, cassandra_schema, threads
 from blackwidow.store.base import StoreUnavailable
 from blackwidow.store.cassandra_config import CassandraConfig
 from blackwidow.store.cassandra_rows import (
@@ -54,12 +54,12 @@ from blackwidow.store.cassandra_rows import (
     first_fetch,
     grouped,
     id_bucket,
-    item_from_row,
     thread_rows,
     unfinished,
     utc,
 )
 from blackwidow.store.cassandra_statements import Statements
+from blackwidow.store.windows import EVERYTHING, Page, Window
 from blackwidow.store.writer_ledger import Bucket, IdRow, WriterLedger
 from sources.model import Item
 
@@ -292,28 +292,34 @@ class CassandraStore:
         return [result for _, result in results]
 
     def items(self, crawler_id: int, limit: int) -> list[Item]:
-        return self._call(lambda session, st: self._newest(session, st, crawler_id, limit))
+        return self.page(crawler_id, limit).items
 
-    def _newest(self, session: Session, st: Statements, crawler_id: int, limit: int) -> list[Item]:
-        found: list[Item] = []
-        for row in session.execute(st.days, (crawler_id,)):
-            if len(found) >= limit:
-                break
-            rows = session.execute(st.day_items, (crawler_id, row.day, limit - len(found)))
-            found += [item_from_row(r, r.conversation_id) for r in rows]
-        return found
+    def page(
+        self, crawler_id: int, limit: int, window: Window = EVERYTHING, after: Any = None
+    ) -> Page:
+        return self._call(
+            lambda session, st: cassandra_reads.page(session, st, crawler_id, limit, window, after)
+        )
+
+    def stream(self, crawler_id: int, window: Window = EVERYTHING) -> Iterator[Item]:
+        try:
+            yield from cassandra_reads.stream(*self._connected(), crawler_id, window)
+        except _UNAVAILABLE as error:
+            raise StoreUnavailable(f"cassandra: {type(error).__name__}: {error}") from error
 
     def conversation(
         self, conversation_id: str, crawler_ids: Collection[int], limit: int
     ) -> list[Item]:
-        wanted = set(crawler_ids)
+        return self.conversation_page(conversation_id, crawler_ids, limit).items
 
-        def read(session: Session, st: Statements) -> list[Item]:
-            rows = session.execute(st.conversation, (conversation_id,))
-            mine = (row for row in rows if row.crawler_id in wanted)
-            return [item_from_row(row, conversation_id) for row in itertools.islice(mine, limit)]
-
-        return self._call(read)
+    def conversation_page(
+        self, conversation_id: str, crawler_ids: Collection[int], limit: int, after: Any = None
+    ) -> Page:
+        return self._call(
+            lambda session, st: cassandra_reads.conversation_page(
+                session, st, conversation_id, crawler_ids, limit, after
+            )
+        )
 
     def count(self, crawler_id: int) -> int:
         """The writers' totals in every bucket, and those written before schema version 3."""

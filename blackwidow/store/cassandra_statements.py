@@ -10,6 +10,12 @@ from cassandra.query import PreparedStatement
 ITEM = "source, url, title, text, author, published_at, in_reply_to, html"  # in both tables
 _ITEM_MARKS = ", ".join("?" for _ in ITEM.split(","))
 
+_DAY_WINDOW = (  # one (crawler, day) partition, cut by clustering bounds on fetched_at
+    f"SELECT crawler_id, item_id, fetched_at, conversation_id, {ITEM}"
+    " FROM {ks}.items_by_crawler WHERE crawler_id = ? AND day = ?"
+    " AND fetched_at >= ? AND fetched_at < ?"
+)
+
 
 @dataclass(frozen=True)
 class Statements:
@@ -25,8 +31,9 @@ class Statements:
     thread_rows: PreparedStatement
     totals: PreparedStatement
     bucket_totals: PreparedStatement
-    days: PreparedStatement
-    day_items: PreparedStatement
+    days_between: PreparedStatement
+    day_window: PreparedStatement
+    day_window_published: PreparedStatement
     conversation: PreparedStatement
 
     @classmethod
@@ -64,9 +71,11 @@ def _texts(ks: str) -> dict[str, str]:
         "totals": f"SELECT stored FROM {ks}.crawler_totals WHERE crawler_id = ?",
         "bucket_totals": f"SELECT stored FROM {ks}.bucket_totals"
         " WHERE crawler_id = ? AND bucket IN ?",
-        "days": f"SELECT day FROM {ks}.crawler_days WHERE crawler_id = ?",
-        "day_items": f"SELECT crawler_id, item_id, fetched_at, conversation_id, {ITEM}"
-        f" FROM {ks}.items_by_crawler WHERE crawler_id = ? AND day = ? LIMIT ?",
+        "days_between": f"SELECT day FROM {ks}.crawler_days"
+        " WHERE crawler_id = ? AND day >= ? AND day <= ?",
+        "day_window": _DAY_WINDOW.format(ks=ks),
+        "day_window_published": _DAY_WINDOW.format(ks=ks)
+        + " AND published_at >= ? AND published_at < ? ALLOW FILTERING",
         "conversation": f"SELECT crawler_id, item_id, fetched_at, {ITEM}"
         f" FROM {ks}.items_by_conversation WHERE conversation_id = ?",
     }

@@ -10,12 +10,13 @@ import json
 import sqlite3
 import threading
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from blackwidow.store import threads
 from blackwidow.store.base import StoreUnavailable
+from blackwidow.store.windows import EVERYTHING, STREAM_BATCH, Page, Window, checked, in_batches
 from sources.model import Item, utc_text
 
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for another process's lock before failing
@@ -63,15 +64,16 @@ _SELECT_CONVERSATIONS = (  # expired rows too: a reply joins its thread whenever
 )
 _MOVE = "UPDATE items SET conversation_id = ? WHERE crawler_id = ? AND conversation_id = ?"
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
-_SELECT_NEWEST = (
-    f"SELECT {_COLUMNS} FROM items WHERE crawler_id = ? AND {_LIVE}"
-    " ORDER BY fetched_at DESC, item_id DESC LIMIT ?"
-)
+_TIME_COLUMNS = {"fetched_at": "fetched_at", "published_at": "published_at"}  # never user text
+_SELECT_CRAWLER = f"SELECT {_COLUMNS} FROM items WHERE crawler_id = ? AND {_LIVE}"
+_NEWEST_FIRST = " ORDER BY fetched_at DESC, item_id DESC LIMIT ?"  # on items_newest
+_BEFORE = "(fetched_at, item_id) < (?, ?)"  # keyset: after the last row of the page before
 _SELECT_CONVERSATION = (
     f"SELECT {_COLUMNS} FROM items WHERE conversation_id = ? AND crawler_id IN (SELECT value"
     f" FROM json_each(?)) AND {_LIVE}"
-    " ORDER BY coalesce(published_at, fetched_at), crawler_id, item_id LIMIT ?"
 )
+_THREAD_KEY = "(coalesce(published_at, fetched_at), crawler_id, item_id)"
+_OLDEST_FIRST = " ORDER BY coalesce(published_at, fetched_at), crawler_id, item_id LIMIT ?"
 
 
 class SqliteStore:
@@ -138,13 +140,41 @@ class SqliteStore:
         }
 
     def items(self, crawler_id: int, limit: int) -> list[Item]:
-        return self._select(_SELECT_NEWEST, (crawler_id, _now_text(), limit))
+        return self.page(crawler_id, limit).items
+
+    def page(
+        self, crawler_id: int, limit: int, window: Window = EVERYTHING, after: Any = None
+    ) -> Page:
+        """A keyset page on items_newest: the position is the last row's (fetched_at, id), and
+        one row past the page is read to tell whether there is a next one."""
+        clauses, parameters = _window_clauses(window)
+        if after is not None:
+            clauses.append(_BEFORE)
+            parameters += checked(after, (str, str))
+        query = _SELECT_CRAWLER + "".join(f" AND {c}" for c in clauses) + _NEWEST_FIRST
+        rows = self._select(query, (crawler_id, _now_text(), *parameters, limit + 1))
+        return _page(rows, limit, lambda last: [utc_text(last.fetched_at), last.id])
+
+    def stream(self, crawler_id: int, window: Window = EVERYTHING) -> Iterator[Item]:
+        """Keyset pages of STREAM_BATCH, the lock held for each page's query only, so writers
+        and other readers go on between them."""
+        return in_batches(lambda after: self.page(crawler_id, STREAM_BATCH, window, after))
 
     def conversation(
         self, conversation_id: str, crawler_ids: Collection[int], limit: int
     ) -> list[Item]:
+        return self.conversation_page(conversation_id, crawler_ids, limit).items
+
+    def conversation_page(
+        self, conversation_id: str, crawler_ids: Collection[int], limit: int, after: Any = None
+    ) -> Page:
         ids = "[" + ",".join(str(int(c)) for c in crawler_ids) + "]"
-        return self._select(_SELECT_CONVERSATION, (conversation_id, ids, _now_text(), limit))
+        query, parameters = _SELECT_CONVERSATION, [conversation_id, ids, _now_text()]
+        if after is not None:
+            query += f" AND {_THREAD_KEY} > (?, ?, ?)"
+            parameters += checked(after, (str, int, str))
+        rows = self._select(query + _OLDEST_FIRST, (*parameters, limit + 1))
+        return _page(rows, limit, _thread_position)
 
     def _select(self, query: str, parameters: tuple[Any, ...]) -> list[Item]:
         try:
@@ -228,6 +258,25 @@ def _from_row(row: tuple[Any, ...]) -> Item:
         crawler_id=crawler_id,
         html=html,
     )
+
+
+def _window_clauses(window: Window) -> tuple[list[str], list[Any]]:
+    """The window as SQL on its column; text order is time order (utc_text is fixed-width)."""
+    column = _TIME_COLUMNS[window.by]
+    bounds = ((window.since, f"{column} >= ?"), (window.until, f"{column} < ?"))
+    given = [(moment, clause) for moment, clause in bounds if moment is not None]
+    return [clause for _, clause in given], [utc_text(moment) for moment, _ in given]
+
+
+def _page(rows: list[Item], limit: int, position: Callable[[Item], list[Any]]) -> Page:
+    """The first `limit` rows, and the last one's position when a row more was found."""
+    if len(rows) <= limit:
+        return Page(rows)
+    return Page(rows[:limit], position(rows[limit - 1]))
+
+
+def _thread_position(item: Item) -> list[Any]:
+    return [utc_text(item.published_at or item.fetched_at), item.crawler_id, item.id]
 
 
 def _now_text() -> str:

@@ -88,6 +88,8 @@ ACCESS: dict[tuple[str, str], Rule] = {
     ),
     ("DELETE", "/api/v1/crawlers/<int:crawler_id>"): Rule(Access.OWNER),
     ("GET", "/api/v1/crawlers/<int:crawler_id>/items"): Rule(Access.OWNER),
+    ("GET", "/api/v1/crawlers/<int:crawler_id>/items.jsonl"): Rule(Access.OWNER),
+    ("GET", "/api/v1/crawlers/<int:crawler_id>/items.csv"): Rule(Access.OWNER),
     ("GET", "/api/v1/crawlers/<int:crawler_id>/feeds"): Rule(Access.OWNER),
     ("GET", "/api/v1/users"): Rule(Access.ADMIN),
     ("GET", "/api/v1/users/<int:user_id>"): Rule(Access.SELF),

@@ -168,7 +168,7 @@ def test_items_of_a_new_crawler_are_empty_and_limit_is_checked(client, make_user
     token = make_user()["token"]
     crawler = client.post("/api/v1/crawlers", json=rss(), headers=bearer(token)).json
     url = f"/api/v1/crawlers/{crawler['id']}/items"
-    assert client.get(url, headers=bearer(token)).json == {"items": []}
+    assert client.get(url, headers=bearer(token)).json == {"items": [], "next": None}
     bad = client.get(f"{url}?limit=0", headers=bearer(token))
     assert bad.status_code == 422 and bad.json["error"]["field"] == "limit"
 

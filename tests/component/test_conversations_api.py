@@ -66,7 +66,7 @@ def test_a_conversation_shows_the_callers_items_in_order(
     assert [i["id"] for i in read(client, bob).json["items"]] == [f"{THREAD}#bob"]
     assert len(read(client, ADMIN).json["items"]) == 3  # support staff see every crawler
     assert [i["id"] for i in read(client, ana, limit=1).json["items"]] == [THREAD]
-    assert read(client, ana, "https://elsewhere.example/x").json == {"items": []}
+    assert read(client, ana, "https://elsewhere.example/x").json == {"items": [], "next": None}
 
 
 def test_a_conversation_needs_a_token_and_a_sane_limit(client: FlaskClient, make_user: Any) -> None:

@@ -7,6 +7,7 @@ by `blackwidow db upgrade`'s code path; each test writes under crawler ids of it
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import sys
 import threading
@@ -15,10 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from blackwidow.store import Store, open_store
+from blackwidow.store.windows import BadPosition, Page, Window
 from sources.model import Item
 from tests.support import wait_until
 
@@ -323,9 +326,151 @@ def test_retention_hides_expired_items_but_keeps_them_counted(
     store.add([make_item("kept", two, conversation=thread)])
 
     wait_until(lambda: store.items(one, 10) == [], timeout=15, what="the item to expire")
+    assert store.page(one, 10) == Page([]) and list(store.stream(one)) == []
+    assert store.page(one, 10, Window(since=T0 - timedelta(1))).items == []
     assert store.conversation(thread, [one, two], 10) == store.items(two, 1)
+    assert store.conversation_page(thread, [one, two], 1).items == store.items(two, 1)
     assert (store.count(one), store.count(two)) == (1, 1)
     assert store.add([make_item("brief", one)]) == []  # still known: never stored twice
+
+
+def walk(read: Callable[[Any], Page]) -> list[list[str]]:
+    """The ids of every page from the first to the one without a next, each position passed
+    through JSON as a cursor carries it."""
+    pages, after = [], None
+    while True:
+        page = read(after)
+        pages.append(ids(page.items))
+        if page.next is None:
+            return pages
+        after = json.loads(json.dumps(page.next))
+        assert len(pages) < 100, "pages never end"
+
+
+def spread(crawler_id: int) -> list[Item]:
+    """Four items on each of four days, two of them at one instant (ties go by id), published
+    in the reverse order of their fetch, every fourth unpublished."""
+    hours = [0, 6, 6, 23]
+    return [
+        make_item(
+            f"d{day}-{n}",
+            crawler_id,
+            day * 86400 + hour * 3600,
+            published=None if n == 3 else T0 - timedelta(days=day, hours=hour),
+        )
+        for day in range(4)
+        for n, hour in enumerate(hours)
+    ]
+
+
+def newest_first(items: list[Item]) -> list[str]:
+    return ids(sorted(items, key=lambda item: (item.fetched_at, item.id), reverse=True))
+
+
+@pytest.mark.parametrize("limit", [1, 3, 4, 5, 16, 17])
+def test_pages_cover_every_item_once_across_days(
+    store: Store, crawler_ids: tuple[int, ...], limit: int
+) -> None:
+    one, two, _ = crawler_ids
+    items = spread(one)
+    store.add(items)
+    store.add(spread(two))
+    pages = walk(lambda after: store.page(one, limit, after=after))
+    assert [item for page in pages for item in page] == newest_first(items)
+    assert all(len(page) == limit for page in pages[:-1]) and len(pages[-1]) <= limit
+    assert ids(store.items(one, limit)) == pages[0]
+
+
+WINDOWS = {  # (since, until) in hours after T0: inclusive, exclusive
+    "one instant": (30, 31),
+    "a day and a bit": (6, 24 + 7),
+    "open start": (None, 30),
+    "open end": (48 + 6, None),
+    "nothing": (100, 100),
+}
+
+
+@pytest.mark.parametrize("by", ["fetched_at", "published_at"])
+@pytest.mark.parametrize("bounds", WINDOWS.values(), ids=list(WINDOWS))
+def test_pages_and_streams_keep_to_a_window(
+    store: Store, crawler_ids: tuple[int, ...], by: Any, bounds: tuple[int | None, int | None]
+) -> None:
+    """Bounds on published_at mirror those on fetched_at (published runs backwards here)."""
+    one = crawler_ids[0]
+    items = spread(one)
+    store.add(items)
+    since, until = (None if h is None else T0 + timedelta(hours=h) for h in bounds)
+    if (
+        by == "published_at"
+    ):  # the same span mirrored: [T0 - (until - T0) + 1ms, T0 - (since - T0) + 1ms)
+        tick = timedelta(milliseconds=1)
+        since, until = (None if t is None else T0 - (t - T0) + tick for t in (until, since))
+    window = Window(since, until, by)
+
+    def inside(item: Item) -> bool:
+        moment = getattr(item, by)
+        return (
+            moment is not None
+            and (since is None or moment >= since)
+            and (until is None or moment < until)
+        )
+
+    expected = newest_first([item for item in items if inside(item)])
+    assert [i for page in walk(lambda a: store.page(one, 2, window, a)) for i in page] == expected
+    assert ids(list(store.stream(one, window))) == expected
+
+
+def test_a_window_on_published_at_leaves_out_unpublished_items_only_when_bounded(
+    store: Store, crawler_ids: tuple[int, ...]
+) -> None:
+    one = crawler_ids[0]
+    store.add(spread(one))
+    everything = ids(store.page(one, 100).items)
+    assert ids(store.page(one, 100, Window(by="published_at")).items) == everything
+    bounded = Window(since=T0 - timedelta(days=30), by="published_at")
+    assert ids(store.page(one, 100, bounded).items) == [i for i in everything if "-3" not in i]
+
+
+def test_a_stream_reads_every_item_in_order_past_its_batches(
+    store: Store, crawler_ids: tuple[int, ...]
+) -> None:
+    one = crawler_ids[0]
+    items = [make_item(f"s{n:04}", one, n * 100) for n in range(2100)]  # three days, 3 batches
+    for start in range(0, len(items), 500):
+        store.add(items[start : start + 500])
+    assert ids(list(store.stream(one))) == newest_first(items)
+
+
+def test_conversation_pages_cover_the_callers_items_once(
+    store: Store, crawler_ids: tuple[int, ...]
+) -> None:
+    one, two, three = crawler_ids
+    thread = f"thread-{one}"
+    store.add(
+        [
+            make_item(f"{n:02}", (one, two, three)[n % 3], n, thread, T0 + timedelta(minutes=n))
+            for n in range(12)
+        ]
+    )
+    expected = [f"{n:02}" for n in range(12) if n % 3 != 2]
+    for limit in (1, 3, 8, 20):
+        pages = walk(
+            lambda after, limit=limit: store.conversation_page(thread, [one, two], limit, after)
+        )
+        assert [item for page in pages for item in page] == expected
+    assert store.conversation_page(thread, [], 5) == Page([])
+
+
+@pytest.mark.parametrize("position", ["x", [1, 2], ["a"], ["2024-05-01", 5], [None, None, None]])
+def test_a_position_the_store_did_not_give_is_refused(
+    store: Store, crawler_ids: tuple[int, ...], position: Any
+) -> None:
+    one = crawler_ids[0]
+    store.add([make_item("a", one)])
+    with pytest.raises(BadPosition):
+        store.page(one, 10, after=position)
+    with pytest.raises(BadPosition):
+        store.conversation_page("c", [one], 10, position)
 
 
 def test_ping_answers(store: Store) -> None:
