@@ -12,7 +12,7 @@ from blackwidow import crawlers
 from blackwidow.api import exports
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.item_schemas import ItemsArgs, ItemsOut, WindowArgs
-from blackwidow.paging import Cursors, bad_cursor, cursor_key, page_answer
+from blackwidow.paging import LINK_HEADER, Cursors, bad_cursor, cursor_key, page_answer
 from blackwidow.store.windows import BadPosition, Window
 
 blp = Blueprint("items", __name__, url_prefix="/api/v1/crawlers", description="A crawler's items")
@@ -22,12 +22,6 @@ _EXPORTED = (
     "every item in the window, newest first, streamed as one file (Content-Disposition:"
     " attachment); a stream the store cut short ends without its final chunk"
 )
-_LINK = {
-    "Link": {
-        "description": '<the next page\'s URL>; rel="next", absent on the last page',
-        "schema": {"type": "string"},
-    }
-}
 
 
 def _owned(crawler_id: int) -> None:
@@ -49,7 +43,7 @@ def _export(name: str, crawler_id: int, args: dict[str, Any]) -> Response:
 @blp.route("/<int:crawler_id>/items")
 class CrawlerItems(MethodView):
     @blp.arguments(ItemsArgs(), location="query")
-    @blp.response(200, ItemsOut, headers=_LINK)
+    @blp.response(200, ItemsOut, headers=LINK_HEADER)
     @blp.alt_response(200, schema=_FILE, content_type=exports.FORMATS["jsonl"].content_type)
     @blp.alt_response(200, schema=_FILE, content_type=exports.FORMATS["csv"].content_type)
     def get(self, args: dict[str, Any], crawler_id: int) -> Any:
