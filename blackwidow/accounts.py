@@ -44,6 +44,13 @@ def get_user(session: Session, caller: Caller, user_id: int) -> User:
     return user
 
 
+def own_user(session: Session, caller: Caller) -> User:
+    """The user whose token is calling; the admin token belongs to none."""
+    if caller.user_id is None:
+        raise ApiError(404, "not_found", "the admin token is no user's", "Authorization")
+    return get_user(session, caller, caller.user_id)
+
+
 def listing(session: Session, caller: Caller) -> list[User]:
     """The users a caller may see: every user for the admin, else only themself."""
     query = select(User).order_by(User.id)

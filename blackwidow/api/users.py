@@ -36,6 +36,16 @@ class Users(MethodView):
             return {"id": user.id, "name": user.name, "item_limit": user.item_limit, "token": token}
 
 
+@blp.route("/me")
+class Me(MethodView):
+    @blp.response(200, UserOut)
+    def get(self) -> User:
+        """The caller's own record: how a client holding only a token learns its user id (the
+        command line's `credentials` and `users usage`). The admin token is no user's: 404."""
+        with transaction() as session:
+            return accounts.own_user(session, caller())
+
+
 @blp.route("/<int:user_id>")
 class UserById(MethodView):
     @blp.response(200, UserOut)

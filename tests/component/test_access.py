@@ -33,6 +33,7 @@ class Access(Enum):
     CALLER = "any user or the admin; answers with the caller's own crawlers only"
     OWNER = "names a crawler: only its owner (and the admin)"
     SELF = "names a user: only that user (and the admin)"
+    ME = "the caller's own record: any user; the admin token is no user's"
     ADMIN = "the admin token only"
     CLUSTER = "the cluster secret only"
 
@@ -92,6 +93,7 @@ ACCESS: dict[tuple[str, str], Rule] = {
     ("GET", "/api/v1/crawlers/<int:crawler_id>/items.csv"): Rule(Access.OWNER),
     ("GET", "/api/v1/crawlers/<int:crawler_id>/feeds"): Rule(Access.OWNER),
     ("GET", "/api/v1/users"): Rule(Access.ADMIN),
+    ("GET", "/api/v1/users/me"): Rule(Access.ME),
     ("GET", "/api/v1/users/<int:user_id>"): Rule(Access.SELF),
     ("PATCH", "/api/v1/users/<int:user_id>"): Rule(Access.ADMIN, {"item_limit": 7}),
     ("GET", "/api/v1/users/<int:user_id>/usage"): Rule(Access.SELF),
@@ -451,6 +453,18 @@ def test_caller_routes_answer_with_the_callers_own_crawlers_only(
         own = call(client, route, path, bearer(world.ana["token"]))
         assert PRIVATE in own.get_data(as_text=True)
         assert "bob-" not in own.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("route", routes_of(Access.ME), ids=route_id)
+def test_me_routes_answer_each_caller_with_their_own_record(
+    client: FlaskClient, world: World, route: tuple[str, str]
+) -> None:
+    for user in (world.ana, world.bob):
+        answer = call(client, route, world.path(route[1]), bearer(user["token"]))
+        assert answer.status_code == 200, answer.json
+        assert (answer.json["id"], answer.json["name"]) == (user["id"], user["name"])
+    refused = call(client, route, world.path(route[1]), bearer(ADMIN))
+    assert (refused.status_code, refused.json["error"]["field"]) == (404, "Authorization")
 
 
 def test_listings_show_everything_to_the_admin_only(client: FlaskClient, world: World) -> None:
