@@ -1,0 +1,8 @@
+"""Every analyst command, in the order `blackwidow --help` lists them."""
+
+from blackwidow.client.account_commands import credentials, login, logout, nodes, users
+from blackwidow.client.crawler_commands import crawlers
+from blackwidow.client.export_command import export
+from blackwidow.client.item_commands import items
+
+ALL = (login, logout, crawlers, items, export, users, credentials, nodes)

@@ -1,0 +1,201 @@
+"""`blackwidow crawlers ...`: a user's crawlers, created, changed and listed over REST, and
+their feeds moved in and out as OPML."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from blackwidow.client import output
+from blackwidow.client.hub_client import HubClient
+from blackwidow.client.options import connected
+
+COLUMNS = ("id", "name", "source", "state", "enabled", "items_collected", "node_id", "last_error")
+IMPORTED = ("id", "name", "source", "state", "query")
+
+
+@click.group()
+def crawlers() -> None:
+    """A user's crawlers (the admin sees everyone's)."""
+
+
+@crawlers.command("ls")
+@click.option("--state", help="Only crawlers in this state (running, limit_reached, ...).")
+@click.option("--source", help="Only this source type (rss, twitter, ...).")
+@click.option("--name", help="Only crawlers whose name holds this text, in any case.")
+@output.format_option()
+@connected
+def list_crawlers(hub: HubClient, fmt: str, **filters: str | None) -> None:
+    """List crawlers, every page of them."""
+    params = {name: value for name, value in filters.items() if value is not None}
+    output.rows(hub.every("/api/v1/crawlers", {**params, "limit": 1000}), COLUMNS, fmt)
+
+
+@crawlers.command("show")
+@click.argument("crawler_id", type=int)
+@output.format_option(default_piped="json")
+@connected
+def show(hub: HubClient, crawler_id: int, fmt: str) -> None:
+    """One crawler, every field."""
+    output.record(hub.json("GET", f"/api/v1/crawlers/{crawler_id}"), fmt)
+
+
+def _query(value: str | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    try:
+        query = json.loads(value)
+    except ValueError as error:
+        raise click.BadParameter(f"not JSON: {error}", param_hint="--query") from None
+    if not isinstance(query, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--query")
+    return query
+
+
+def _rss_query(feeds: tuple[str, ...], keywords: tuple[str, ...]) -> dict[str, Any]:
+    query: dict[str, Any] = {"feeds": list(feeds)}
+    if keywords:
+        query["keywords"] = list(keywords)
+    return query
+
+
+@crawlers.command("add")
+@click.option("--name", required=True, help="The crawler's name.")
+@click.option("--source", default="rss", show_default=True, help="Source type.")
+@click.option("--feed", "feeds", multiple=True, help="A feed URL (rss; repeat for more).")
+@click.option("--keyword", "keywords", multiple=True, help="Keep only items with this word.")
+@click.option("--query", "query_json", help="The whole query as JSON (any source).")
+@click.option("--item-limit", type=click.IntRange(min=1), help="Stop after this many items.")
+@click.option("--disabled", is_flag=True, help="Create it without running it.")
+@output.format_option(default_piped="json")
+@connected
+def add(
+    hub: HubClient,
+    name: str,
+    source: str,
+    feeds: tuple[str, ...],
+    keywords: tuple[str, ...],
+    query_json: str | None,
+    item_limit: int | None,
+    disabled: bool,
+    fmt: str,
+) -> None:
+    """Create a crawler: `--feed` for RSS, `--query` for any source."""
+    query = _query(query_json)
+    if query is None:
+        if not feeds:
+            raise click.UsageError("--feed: at least one feed, or the whole --query")
+        query = _rss_query(feeds, keywords)
+    body: dict[str, Any] = {"name": name, "source": source, "query": query}
+    if item_limit is not None:
+        body["item_limit"] = item_limit
+    if disabled:
+        body["enabled"] = False
+    output.record(hub.json("POST", "/api/v1/crawlers", json=body), fmt)
+
+
+@crawlers.command("edit")
+@click.argument("crawler_id", type=int)
+@click.option("--name", help="A new name.")
+@click.option("--feed", "feeds", multiple=True, help="Replace the feeds (rss; repeat).")
+@click.option("--keyword", "keywords", multiple=True, help="Replace the keywords (rss; repeat).")
+@click.option("--query", "query_json", help="Replace the whole query (JSON).")
+@click.option("--item-limit", type=click.IntRange(min=1), help="A new item limit.")
+@click.option("--enable/--disable", "enabled", default=None, help="Run it, or stop it.")
+@output.format_option(default_piped="json")
+@connected
+def edit(
+    hub: HubClient,
+    crawler_id: int,
+    feeds: tuple[str, ...],
+    keywords: tuple[str, ...],
+    query_json: str | None,
+    fmt: str,
+    **changes: Any,
+) -> None:
+    """Change a crawler; what is not given stays as it is."""
+    edits = {name: value for name, value in changes.items() if value is not None}
+    query = _query(query_json)
+    if query is None and (feeds or keywords):
+        current = hub.json("GET", f"/api/v1/crawlers/{crawler_id}")["query"]
+        query = {**current, **_rss_query(feeds or tuple(current.get("feeds", ())), keywords)}
+    if query is not None:
+        edits["query"] = query
+    if not edits:
+        raise click.UsageError("nothing to change: give --name, --feed, --item-limit, ...")
+    output.record(_patch(hub, crawler_id, edits), fmt)
+
+
+def _patch(hub: HubClient, crawler_id: int, edits: dict[str, Any]) -> dict[str, Any]:
+    return hub.json("PATCH", f"/api/v1/crawlers/{crawler_id}", json=edits)
+
+
+@crawlers.command("enable")
+@click.argument("crawler_id", type=int)
+@connected
+def enable(hub: HubClient, crawler_id: int) -> None:
+    """Run a crawler again."""
+    click.echo(f"crawler {crawler_id}: {_patch(hub, crawler_id, {'enabled': True})['state']}")
+
+
+@crawlers.command("disable")
+@click.argument("crawler_id", type=int)
+@connected
+def disable(hub: HubClient, crawler_id: int) -> None:
+    """Stop a crawler, keeping it and its items."""
+    click.echo(f"crawler {crawler_id}: {_patch(hub, crawler_id, {'enabled': False})['state']}")
+
+
+@crawlers.command("rm")
+@click.argument("crawler_id", type=int)
+@click.option("--yes", is_flag=True, help="Do not ask.")
+@connected
+def remove(hub: HubClient, crawler_id: int, yes: bool) -> None:
+    """Delete a crawler (its stored items stay readable until they expire)."""
+    if not yes:
+        click.confirm(f"delete crawler {crawler_id}?", abort=True)
+    hub.call("DELETE", f"/api/v1/crawlers/{crawler_id}")
+    click.echo(f"crawler {crawler_id} deleted")
+
+
+@crawlers.command("import")
+@click.argument("opml", type=click.File("rb"))
+@click.option(
+    "--group-by",
+    type=click.Choice(("one-each", "outline", "one-all")),
+    default="one-each",
+    show_default=True,
+    help="A crawler per feed, per category (outline), or one for all.",
+)
+@click.option("--keywords", "keywords", multiple=True, help="Keywords for every crawler made.")
+@output.format_option()
+@connected
+def import_opml(
+    hub: HubClient, opml: Any, group_by: str, keywords: tuple[str, ...], fmt: str
+) -> None:
+    """Create RSS crawlers from an OPML file (Miniflux, FreshRSS, Feedly, ... exports), all
+    or none."""
+    made = hub.json(
+        "POST",
+        "/api/v1/crawlers/import",
+        params={"group_by": group_by, "keywords": list(keywords)},
+        data=opml.read(),
+        headers={"Content-Type": "text/x-opml"},
+    )["crawlers"]
+    output.rows(made, IMPORTED, fmt)
+
+
+@crawlers.command("export-opml")
+@click.option("-o", "--output", "path", type=click.Path(dir_okay=False, path_type=Path))
+@connected
+def export_opml(hub: HubClient, path: Path | None) -> None:
+    """Write the RSS crawlers' feeds as OPML, to a file or standard output."""
+    document = hub.call("GET", "/api/v1/crawlers.opml").content
+    if path is None:
+        click.echo(document.decode(), nl=False)
+    else:
+        path.write_bytes(document)
+        click.echo(f"wrote {path}", err=True)

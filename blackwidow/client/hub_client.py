@@ -1,0 +1,78 @@
+"""Calls to the hub's REST API: one session, one way errors become exit statuses, one way
+pages are followed (the `Link: <...>; rel="next"` header every list sends)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from typing import Any
+
+import click
+import requests
+
+from blackwidow.client.config import Connection
+
+TIMEOUT = 30.0  # seconds to connect and between bytes; exports stream for longer than this
+
+
+class Refused(click.ClickException):
+    """The hub answered with an error, or could not be reached: exit status 1."""
+
+    exit_code = 1
+
+    def format_message(self) -> str:
+        return self.message
+
+
+class HubClient:
+    def __init__(self, connection: Connection) -> None:
+        self.url = connection.hub_url
+        self._session = requests.Session()
+        self._session.headers["Authorization"] = f"Bearer {connection.token}"
+
+    def call(
+        self, method: str, path: str, allow: Collection[int] = (), **kwargs: Any
+    ) -> requests.Response:
+        """One request; a refusal raises Refused with the hub's message and field, unless its
+        status is one the caller `allow`s and looks at itself."""
+        url = path if path.startswith(("http://", "https://")) else f"{self.url}{path}"
+        try:
+            response = self._session.request(method, url, timeout=TIMEOUT, **kwargs)
+        except requests.RequestException as error:
+            raise Refused(f"error: cannot reach the hub at {self.url}: {error}") from None
+        if response.status_code >= 400 and response.status_code not in allow:
+            raise Refused(refusal(response))
+        return response
+
+    def json(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self.call(method, path, **kwargs)
+        return response.json() if response.content else None
+
+    def every(self, path: str, params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        """Every row of a list, page after page as its Link headers lead."""
+        url: str | None = path
+        while url is not None:
+            response = self.call("GET", url, params=params)
+            yield from response.json()
+            url, params = response.links.get("next", {}).get("url"), None
+
+    def items(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Every item of an items page and the pages after it (`next`), as they are read."""
+        url: str | None = path
+        while url is not None:
+            page = self.json("GET", url, params=params)
+            yield from page["items"]
+            url, params = page.get("next"), None
+
+    def stream(self, path: str, params: dict[str, Any]) -> requests.Response:
+        """A streamed answer (an export), its status checked before the body is read."""
+        return self.call("GET", path, params=params, stream=True)
+
+
+def refusal(response: requests.Response) -> str:
+    """`error: <message> (field <field>)` from the hub's error body, or its status line."""
+    try:
+        error = response.json()["error"]
+        message, field = error["message"], error.get("field")
+    except (ValueError, KeyError, TypeError):
+        return f"error: the hub answered {response.status_code} {response.reason}"
+    return f"error: {message}" + (f" (field {field})" if field else "")

@@ -1,0 +1,87 @@
+"""What the commands print: a readable table on a terminal, machine formats when piped or
+asked for (`--format`), always from the hub's own field names."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+FORMATS = ("table", "json", "jsonl", "csv")
+
+
+def format_option(default_piped: str = "jsonl") -> Any:
+    """`--format`: the table on a terminal, `default_piped` otherwise, unless asked."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        help=f"Output format (default: table on a terminal, {default_piped} when piped).",
+        default=lambda: "table" if sys.stdout.isatty() else default_piped,
+        show_default=False,
+    )
+
+
+def rows(records: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str) -> None:
+    """Print records as `fmt`: a table shows `columns`; JSON lines every field; CSV `columns`
+    under a header. Machine formats print each record as it comes."""
+    if fmt == "table":
+        table = Table(*columns, box=None, header_style="bold")
+        for record in records:
+            table.add_row(*(Text(_flat(record.get(column))) for column in columns))
+        Console().print(table)
+    elif fmt == "json":
+        click.echo(json.dumps(list(records), indent=2))
+    else:
+        _machine(records, columns, fmt)
+
+
+def tail(records: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str) -> None:
+    """Print records that keep coming (`items --follow`): a table is a line each, under one
+    header; the machine formats as `rows` prints them."""
+    if fmt != "table":
+        _machine(records, columns, fmt)
+        return
+    console = Console(highlight=False)
+    console.print(Text("  ".join(columns), style="bold"))
+    for record in records:
+        console.print(Text("  ".join(_flat(record.get(column)) for column in columns)))
+
+
+def _machine(records: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str) -> None:
+    """JSON lines or CSV, flushed a record at a time, so a pipe sees each as it is printed."""
+    writer = csv.DictWriter(sys.stdout, columns, extrasaction="ignore") if fmt == "csv" else None
+    if writer is not None:
+        writer.writeheader()
+    for record in records:
+        if writer is not None:
+            writer.writerow({name: _flat(value) for name, value in record.items()})
+        else:
+            sys.stdout.write(json.dumps(record) + "\n")
+        sys.stdout.flush()
+
+
+def record(fields: dict[str, Any], fmt: str) -> None:
+    """One record: a two-column table on a terminal, else JSON."""
+    if fmt == "table":
+        table = Table(box=None, show_header=False)
+        for name, value in fields.items():
+            table.add_row(Text(name, style="bold"), Text(_flat(value)))
+        Console().print(table)
+    else:
+        click.echo(json.dumps(fields, indent=2 if fmt == "json" else None))
+
+
+def _flat(value: Any) -> str:
+    """A nested value (a query, a list) as compact JSON in one cell; null as nothing. Cells
+    are plain Text: brackets in a title are not taken for markup."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))
+    return "" if value is None else str(value)

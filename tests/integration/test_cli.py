@@ -1,0 +1,205 @@
+"""The analysts' command line against a real hub and node: the `blackwidow` command run as a
+process, as a newcomer runs it from the README."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import queue
+import signal
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import Cluster
+from tests.support import wait_until
+
+
+class Analyst:
+    """Runs `blackwidow ...` with its own config directory and no hub in the environment."""
+
+    def __init__(self, home: Path, **env: str) -> None:
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("BLACKWIDOW_")},
+            "XDG_CONFIG_HOME": str(home),
+            **env,
+        }
+
+    def command(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "blackwidow", *args]
+
+    def run(self, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.command(*args),
+            input=stdin,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    def ok(self, *args: str, stdin: str = "") -> str:
+        done = self.run(*args, stdin=stdin)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return done.stdout
+
+    def lines(self, *args: str) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.ok(*args, "--format", "jsonl").splitlines()]
+
+
+class Tail:
+    """`blackwidow items --follow` running; its output lines collected as they come."""
+
+    def __init__(self, analyst: Analyst, *args: str) -> None:
+        self.process = subprocess.Popen(
+            analyst.command("items", *args, "--follow", "--format", "jsonl"),
+            env=analyst.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.printed: queue.Queue[dict[str, Any]] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.seen: list[dict[str, Any]] = []
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.printed.put(json.loads(line))
+
+    def at_least(self, count: int) -> list[dict[str, Any]]:
+        def enough() -> bool:
+            while not self.printed.empty():
+                self.seen.append(self.printed.get())
+            return len(self.seen) >= count
+
+        wait_until(enough, timeout=30, what=f"{count} items printed by --follow")
+        return self.seen
+
+    def interrupt(self) -> int:
+        self.process.send_signal(signal.SIGINT)
+        return self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def hub(cluster: Any) -> Cluster:
+    return cluster(1)
+
+
+def test_a_newcomer_logs_in_imports_opml_follows_items_and_exports_csv(
+    hub: Cluster, tmp_path: Path
+) -> None:
+    token = hub.user("ana")
+    analyst = Analyst(tmp_path / "config", BLACKWIDOW_HUB_URL=hub.hub_url)
+
+    said = analyst.ok("login", stdin=f"{token}\n")
+    login_file = tmp_path / "config" / "blackwidow" / "config.json"
+    assert "user" in said and "ana" in said
+    assert stat.S_IMODE(login_file.stat().st_mode) == 0o600
+    assert token not in said
+    del analyst.env["BLACKWIDOW_HUB_URL"]  # from now on the login file says where and who
+
+    opml = tmp_path / "feeds.opml"
+    opml.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<opml version="2.0"><head><title>Mine'
+        "</title></head><body>"
+        f'<outline text="Tech"><outline type="rss" text="One" xmlUrl="{hub.feed("one", items=4)}"/>'
+        f'<outline type="rss" text="Two" xmlUrl="{hub.feed("two", items=6)}"/></outline>'
+        f'<outline type="rss" text="Static" xmlUrl="{hub.feed("static", items=30)}"/>'
+        "</body></opml>"
+    )
+    made = analyst.lines("crawlers", "import", str(opml), "--group-by", "outline")
+    assert sorted(c["name"] for c in made) == ["Mine", "Tech"]
+    listed = analyst.lines("crawlers", "ls")
+    assert {c["id"] for c in listed} == {c["id"] for c in made}
+    exported_opml = analyst.ok("crawlers", "export-opml")
+    assert hub.feed("one", items=4).replace("&", "&amp;") in exported_opml
+
+    static = next(c for c in made if c["name"] == "Mine")
+    wait_until(
+        lambda: analyst.lines("crawlers", "show", str(static["id"]))[0]["items_collected"] == 30,
+        what="the static feed's 30 items stored",
+    )
+    out = tmp_path / "static.csv"
+    analyst.ok("export", str(static["id"]), "-o", str(out))
+    with out.open(newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert len(rows) == len({row["id"] for row in rows}) == 30
+    assert {row["crawler_id"] for row in rows} == {str(static["id"])}
+    assert not list(tmp_path.glob(".static.csv*"))  # the partial file was renamed
+
+    growing = analyst.lines(
+        "crawlers", "add", "--name", "growing", "--feed", hub.feed("tail", items=3, every=0.5)
+    )[0]
+    wait_until(
+        lambda: analyst.lines("items", str(growing["id"])), what="the growing feed's first items"
+    )
+    tail = Tail(analyst, str(growing["id"]), "--limit", "2", "--interval", "0.3")
+    printed = tail.at_least(8)
+    assert tail.interrupt() == 0
+    ids = [item["id"] for item in printed]
+    assert len(ids) == len(set(ids)), "--follow printed an item twice"
+    times = [item["fetched_at"] for item in printed]
+    assert times == sorted(times), "--follow prints oldest first"
+    stored = {item["id"] for item in hub.items(token, growing["id"])}
+    assert set(ids) <= stored
+
+    assert analyst.ok("crawlers", "disable", str(growing["id"])).strip().endswith("disabled")
+    edited = analyst.lines("crawlers", "edit", str(growing["id"]), "--name", "renamed")[0]
+    assert (edited["name"], edited["enabled"]) == ("renamed", False)
+    analyst.ok("crawlers", "rm", str(growing["id"]), "--yes")
+    assert growing["id"] not in {c["id"] for c in analyst.lines("crawlers", "ls")}
+    analyst.ok("logout")
+    assert not login_file.exists()
+
+
+def test_bad_input_exits_2_a_refusal_exits_1_and_admins_manage_users(
+    hub: Cluster, tmp_path: Path
+) -> None:
+    nobody = Analyst(tmp_path / "empty")
+    missing = nobody.run("crawlers", "ls")
+    assert missing.returncode == 2 and "--hub" in missing.stderr
+
+    admin = Analyst(
+        tmp_path / "admin", BLACKWIDOW_HUB_URL=hub.hub_url, BLACKWIDOW_TOKEN=hub.admin_token
+    )
+    created = admin.lines("users", "add", "bob", "--item-limit", "50")[0]
+    assert created["token"] and created["item_limit"] == 50
+    assert "bob" in {u["name"] for u in admin.lines("users", "ls")}
+    assert [n["state"] for n in admin.lines("nodes", "ls")] == ["active"]
+
+    bob = Analyst(
+        tmp_path / "bob", BLACKWIDOW_HUB_URL=hub.hub_url, BLACKWIDOW_TOKEN=created["token"]
+    )
+    assert bob.lines("users", "show")[0]["id"] == created["id"]
+    assert bob.lines("users", "usage")[0]["remaining"] == 50
+    bob.ok("credentials", "set", "twitter", stdin=json.dumps({"bearer_token": "secret-value"}))
+    listed = bob.lines("credentials", "ls")
+    assert [(c["source"], c["name"]) for c in listed] == [("twitter", "default")]
+    assert "secret-value" not in json.dumps(listed)
+    bob.ok("credentials", "rm", "twitter")
+    assert bob.lines("credentials", "ls") == []
+
+    no_feed = bob.run("crawlers", "add", "--name", "x")
+    assert no_feed.returncode == 2 and "--feed" in no_feed.stderr
+    not_a_number = bob.run("items", "abc")
+    assert not_a_number.returncode == 2 and "CRAWLER_ID" in not_a_number.stderr
+    bad_since = bob.run("items", "1", "--since", "yesterday")
+    assert bad_since.returncode == 2 and "--since" in bad_since.stderr
+    bad_url = bob.run("crawlers", "add", "--name", "x", "--feed", "ftp://example.org/feed")
+    assert bad_url.returncode == 1 and "query.feeds.0" in bad_url.stderr
+    foreign = bob.run("crawlers", "show", "999999")
+    assert foreign.returncode == 1 and "no crawler 999999" in foreign.stderr
+    wrong = Analyst(tmp_path / "x", BLACKWIDOW_HUB_URL=hub.hub_url, BLACKWIDOW_TOKEN="wrong")
+    refused = wrong.run("crawlers", "ls")
+    assert refused.returncode == 1 and "Authorization" in refused.stderr
+    unreachable = Analyst(
+        tmp_path / "y", BLACKWIDOW_HUB_URL="http://127.0.0.1:9", BLACKWIDOW_TOKEN="t"
+    ).run("crawlers", "ls")
+    assert unreachable.returncode == 1 and "cannot reach the hub" in unreachable.stderr
