@@ -17,6 +17,7 @@ from blackwidow.api import (
     health,
     items,
     nodes,
+    opml,
     users,
     webhooks,
 )
@@ -76,6 +77,7 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         items.blp,
         conversations.blp,
         nodes.blp,
+        opml.blp,
     ):
         api.register_blueprint(blueprint)
     serve_hub_metrics(app, app.extensions["blackwidow"].sessions, settings)

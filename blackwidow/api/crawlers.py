@@ -27,7 +27,7 @@ _CRAWLER_FIELDS = [name for name in CrawlerOut().fields if name != "node_id"]
 blp = Blueprint("crawlers", __name__, url_prefix="/api/v1/crawlers", description="Crawlers")
 
 
-def _out(crawler: Crawler, node_id: int | None) -> dict[str, Any]:
+def crawler_out(crawler: Crawler, node_id: int | None) -> dict[str, Any]:
     return {
         **{name: getattr(crawler, name) for name in _CRAWLER_FIELDS},
         "node_id": node_id,
@@ -43,13 +43,13 @@ class Crawlers(MethodView):
         with transaction() as session:
             read = partial(crawlers.listing_with_nodes, session, caller())
             listed, cursor = paged("crawlers", args, read, lambda row: row[0].id)
-            return [_out(crawler, node_id) for crawler, node_id in listed], next_link(cursor)
+            return [crawler_out(crawler, node_id) for crawler, node_id in listed], next_link(cursor)
 
     @blp.arguments(CrawlerCreate())
     @blp.response(201, CrawlerOut)
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
         with transaction() as session:
-            return _out(crawlers.create(session, caller(), data), None)
+            return crawler_out(crawlers.create(session, caller(), data), None)
 
 
 @blp.route("/batch")
@@ -61,7 +61,7 @@ class CrawlerBatchView(MethodView):
         the error names it (`crawlers.3.query.feeds.0`). Answers them in request order."""
         with transaction() as session:
             made = crawlers.create_batch(session, caller(), data["crawlers"])
-            return {"crawlers": [_out(c, None) for c in made]}
+            return {"crawlers": [crawler_out(c, None) for c in made]}
 
 
 @blp.route("/<int:crawler_id>")
@@ -70,14 +70,14 @@ class CrawlerById(MethodView):
     def get(self, crawler_id: int) -> dict[str, Any]:
         with transaction() as session:
             crawler = crawlers.get(session, caller(), crawler_id)
-            return _out(crawler, crawlers.node_of(session, crawler_id))
+            return crawler_out(crawler, crawlers.node_of(session, crawler_id))
 
     @blp.arguments(CrawlerUpdate())
     @blp.response(200, CrawlerOut)
     def patch(self, edits: dict[str, Any], crawler_id: int) -> dict[str, Any]:
         with transaction() as session:
             crawler = crawlers.edit(session, caller(), crawler_id, edits)
-            return _out(crawler, crawlers.node_of(session, crawler_id))
+            return crawler_out(crawler, crawlers.node_of(session, crawler_id))
 
     @blp.response(204)
     def delete(self, crawler_id: int) -> None:

@@ -48,7 +48,7 @@ class Via(Enum):
 @dataclass(frozen=True)
 class Rule:
     access: Access
-    body: dict[str, Any] | None = None  # valid input, so a refusal is about the caller
+    body: dict[str, Any] | bytes | None = None  # valid input, so a refusal is about the caller
     via: Via = Via.TOKEN
 
 
@@ -77,6 +77,11 @@ ACCESS: dict[tuple[str, str], Rule] = {
     ("POST", "/api/v1/crawlers"): Rule(Access.CALLER, rss("bob-second")),
     ("POST", "/api/v1/crawlers/batch"): Rule(Access.CALLER, {"crawlers": [rss("bob-batch")]}),
     ("GET", "/api/v1/conversations/<path:conversation_id>"): Rule(Access.CALLER),
+    ("POST", "/api/v1/crawlers/import"): Rule(
+        Access.CALLER,
+        b"<opml><body><outline text='bob-import' xmlUrl='https://blog.example/bob'/></body></opml>",
+    ),
+    ("GET", "/api/v1/crawlers.opml"): Rule(Access.CALLER),
     ("GET", "/api/v1/crawlers/<int:crawler_id>"): Rule(Access.OWNER),
     ("PATCH", "/api/v1/crawlers/<int:crawler_id>"): Rule(
         Access.OWNER,
@@ -244,7 +249,12 @@ def snapshot(app: Flask, world: World) -> dict[str, Any]:
 
 
 def call(client: FlaskClient, route: tuple[str, str], path: str, headers: dict[str, str]) -> Any:
-    return client.open(path, method=route[0], json=ACCESS[route].body, headers=headers)
+    body = ACCESS[route].body
+    if isinstance(body, bytes):  # a document, not JSON: an OPML import
+        return client.open(
+            path, method=route[0], data=body, content_type="text/x-opml", headers=headers
+        )
+    return client.open(path, method=route[0], json=body, headers=headers)
 
 
 def assert_unauthorized(response: Any, what: str) -> None:

@@ -1,0 +1,79 @@
+"""REST: a user's RSS feeds in and out as OPML, the feed readers' subscription lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, request
+from flask.views import MethodView
+from flask_smorest import Blueprint
+from marshmallow import Schema, fields, validate
+
+from blackwidow import feed_lists, opml
+from blackwidow.api.context import caller, transaction
+from blackwidow.api.crawlers import crawler_out
+from blackwidow.api.schemas import CrawlerBatchOut
+from blackwidow.errors import ApiError
+
+OPML_TYPE = "text/x-opml"
+ACCEPTED_TYPES = (OPML_TYPE, "application/xml", "text/xml")
+_DOCUMENT = {"type": "string"}  # OpenAPI: an OPML document
+
+blp = Blueprint("opml", __name__, url_prefix="/api/v1", description="OPML import and export")
+
+
+class ImportArgs(Schema):
+    group_by = fields.String(
+        load_default="one-each",
+        validate=validate.OneOf(feed_lists.GROUPINGS),
+        metadata={"description": "a crawler per feed, per category path (outline), or one for all"},
+    )
+    keywords = fields.List(
+        fields.String(),
+        load_default=list,
+        metadata={"description": "the keyword filter of every crawler made (repeat it)"},
+    )
+
+
+@blp.route("/crawlers/import")
+class CrawlerImport(MethodView):
+    @blp.arguments(ImportArgs(), location="query")
+    @blp.doc(
+        requestBody={
+            "required": True,
+            "description": "an OPML document (1 MiB at most), as feed readers export it",
+            "content": {kind: {"schema": _DOCUMENT} for kind in ACCEPTED_TYPES},
+        }
+    )
+    @blp.response(201, CrawlerBatchOut)
+    def post(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Create RSS crawlers from an OPML file, all or none: an error names the outline
+        (`body.outline[2].outline[5]`) and creates nothing. A feed listed twice is taken once;
+        a group of over 100 feeds (a crawler's most) is split in parts."""
+        if request.mimetype not in ACCEPTED_TYPES:
+            raise ApiError(
+                415,
+                "unsupported_media_type",
+                f"Content-Type: send the OPML as one of {', '.join(ACCEPTED_TYPES)}",
+                "Content-Type",
+            )
+        try:
+            subscriptions = opml.read(request.get_data())
+        except opml.OpmlError as error:
+            raise ApiError(422, "invalid", str(error), error.where) from None
+        planned = feed_lists.plan(subscriptions, args["group_by"])
+        with transaction() as session:
+            made = feed_lists.create(session, caller(), planned, args["keywords"])
+            return {"crawlers": [crawler_out(crawler, None) for crawler in made]}
+
+
+@blp.route("/crawlers.opml")
+class CrawlerOpml(MethodView):
+    @blp.response(200, _DOCUMENT, content_type=OPML_TYPE)
+    def get(self) -> Response:
+        """The caller's RSS crawlers (the admin's: all) as OPML: a category per crawler
+        holding its feeds. Imported back with `group_by=outline`, it makes the same crawlers
+        (keywords are not part of OPML)."""
+        with transaction() as session:
+            document = feed_lists.document(session, caller())
+        return Response(document, content_type=f"{OPML_TYPE}; charset=utf-8")
