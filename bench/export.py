@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
-import platform
 import tempfile
 import threading
 import time
@@ -34,6 +32,7 @@ from pathlib import Path
 
 import requests
 
+from bench import machine
 from bench.hub_processes import REPO, Processes, raise_on_sigterm, start_hub
 from bench.ingest import local_cassandra
 from blackwidow.store import open_store, upgrade_store
@@ -228,9 +227,7 @@ def main() -> None:
     parser.add_argument("--cassandra", default="127.0.0.1:19042")
     args = parser.parse_args()
     raise_on_sigterm()
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    )
+    print(machine.described())
     run(args.store, args.items, args.cassandra)
 
 

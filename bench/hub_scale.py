@@ -16,14 +16,13 @@ Figures on a shared machine are noisy: the cycle is a median over the steady win
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
+from bench import machine
 from bench.hub_processes import (
     REPO,
     baseline_tree,
@@ -179,10 +178,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, help="keep logs here (default: a temp dir)")
     args = parser.parse_args()
     raise_on_sigterm()
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}; tree {revision(REPO)}; poll interval 2 s"
-    )
+    print(f"{machine.described()}; tree {revision(REPO)}; poll interval 2 s")
     with ExitStack() as stack:
         work = args.work or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hub-")))
         work.mkdir(parents=True, exist_ok=True)

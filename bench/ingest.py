@@ -13,8 +13,6 @@ single node from the jars `make services` cached and stops it afterwards.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sqlite3
 import tempfile
 import time
@@ -24,6 +22,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench import machine
 from blackwidow.store import open_store, upgrade_store
 from blackwidow.store.cassandra import make_cluster
 from blackwidow.store.cassandra_config import parse
@@ -156,9 +155,7 @@ def main() -> None:
     parser.add_argument("--naive-items", type=int, default=5_000)
     parser.add_argument("--cassandra", default="127.0.0.1:19042")
     args = parser.parse_args()
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    )
+    print(machine.described())
 
     with tempfile.TemporaryDirectory(prefix="bench-sqlite-") as work:
         url = f"sqlite:///{Path(work) / 'items.db'}"

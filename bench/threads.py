@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import os
-import platform
 import tempfile
 import time
 import uuid
@@ -27,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
 
+from bench import machine
 from bench.ingest import BATCH, local_cassandra, make_items
 from blackwidow.store import Store, open_store, threads, upgrade_store
 from blackwidow.store.cassandra import make_cluster
@@ -120,10 +119,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--cassandra", default="127.0.0.1:19042")
     args = parser.parse_args()
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-        f"; {args.items:,} items of each kind, {BATCH} a batch"
-    )
+    print(f"{machine.described()}; {args.items:,} items of each kind, {BATCH} a batch")
     with tempfile.TemporaryDirectory(prefix="bench-sqlite-") as work:
         report("sqlite", measure(f"sqlite:///{Path(work) / 'items.db'}", args.items))
     with local_cassandra(args.cassandra) as contact:
