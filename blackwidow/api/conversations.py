@@ -10,7 +10,7 @@ from flask_smorest import Blueprint
 from blackwidow import crawlers
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.item_schemas import ItemsOut, PageArgs
-from blackwidow.paging import Cursors, bad_cursor, cursor_key, page_answer
+from blackwidow.api.paging import Cursors, bad_cursor, cursor_key, page_answer
 from blackwidow.store.windows import BadPosition
 
 blp = Blueprint(

@@ -11,6 +11,7 @@ from flask_smorest import Blueprint
 from blackwidow import crawlers
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.list_args import CrawlerListArgs
+from blackwidow.api.paging import LINK_HEADER, next_link, paged
 from blackwidow.api.schemas import (
     CrawlerBatch,
     CrawlerBatchOut,
@@ -20,7 +21,6 @@ from blackwidow.api.schemas import (
     CrawlerUpdate,
 )
 from blackwidow.models import Crawler
-from blackwidow.paging import LINK_HEADER, next_link, paged
 
 _CRAWLER_FIELDS = [name for name in CrawlerOut().fields if name != "node_id"]
 

@@ -12,7 +12,7 @@ from blackwidow import crawlers
 from blackwidow.api import exports
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.item_schemas import ItemsArgs, ItemsOut, WindowArgs
-from blackwidow.paging import LINK_HEADER, Cursors, bad_cursor, cursor_key, page_answer
+from blackwidow.api.paging import LINK_HEADER, Cursors, bad_cursor, cursor_key, page_answer
 from blackwidow.store.windows import BadPosition, Window
 
 blp = Blueprint("items", __name__, url_prefix="/api/v1/crawlers", description="A crawler's items")

@@ -1,6 +1,6 @@
 """Query arguments of the paged lists: a page's `limit` and `cursor`, and each list's filters.
 
-Every list pages the same way (blackwidow.paging): `?limit=N`, and the next page at the URL
+Every list pages the same way (blackwidow.api.paging): `?limit=N`, and the next page at the URL
 of the `Link: <...>; rel="next"` header, which carries a `cursor`.
 """
 

@@ -13,10 +13,10 @@ from blackwidow import accounts
 from blackwidow.alerts import history, hooks
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.list_args import DeliveriesArgs
+from blackwidow.api.paging import LINK_HEADER, next_link, paged
 from blackwidow.api.schemas import DeliveryOut, WebhookCreate, WebhookOut
 from blackwidow.auth import require_admin
 from blackwidow.models import Webhook, WebhookDelivery
-from blackwidow.paging import LINK_HEADER, next_link, paged
 
 blp = Blueprint(
     "webhooks",

@@ -2,7 +2,7 @@
 and the page it gets back. Values only; each store turns them into its own query.
 
 A page's position is where the next page starts, opaque to callers and JSON-serialisable:
-the hub signs it into a cursor (blackwidow.paging) and hands it back on the next request.
+the hub signs it into a cursor (blackwidow.api.paging) and hands it back on the next request.
 """
 
 from __future__ import annotations
