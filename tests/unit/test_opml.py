@@ -19,6 +19,19 @@ DATA = Path(__file__).parent.parent / "data" / "opml"
         ("netnewswire-onmymac.opml", "Subscriptions-OnMyMac.opml", 34, {()}),
         ("netnewswire-default-feeds.opml", "Default Feeds", 16, {()}),
         (
+            "feedly.opml",
+            "My subscriptions in feedly Cloud",
+            5,
+            {("Programming",), ("Games",)},
+        ),
+        ("newsblur.opml", "NewsBlur Feeds", 5, {("Security",), ("Programming",)}),
+        (
+            "miniflux.opml",
+            "Miniflux",
+            3,
+            {("01 🚨 Alerts & Advisories",), ("02 📩 Curated Editions",)},
+        ),
+        (
             "rssowl-nested.opml",
             "RSSOwl Subscriptions",
             3,
