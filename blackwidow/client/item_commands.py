@@ -7,7 +7,7 @@ import contextlib
 import itertools
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -68,18 +68,33 @@ def _arriving(
     hub: HubClient, path: str, first: list[dict[str, Any]], since: str | None, interval: float
 ) -> Iterator[dict[str, Any]]:
     """`first`, then forever the items stored since, oldest first: each poll reads from a
-    minute before the newest printed, and leaves out the ids printed in that minute."""
-    printed: dict[str, datetime] = {}
+    minute before the newest item known, and leaves out the ids known in that minute. Known
+    from the start are `first` and, of that minute, the items older than all of `first` (the
+    ones `--limit` left out), so what is printed after `first` is what came after it."""
+    known = _fetched(first)
+    if first:
+        since = (max(known.values()) - FOLLOW_OVERLAP).isoformat()
+        oldest = min(_order(item) for item in first)
+        window = hub.items(path, {"limit": PAGE, "since": since})
+        known |= _fetched(item for item in window if _order(item) < oldest)
     batch = first
     while True:
-        for item in batch:
-            printed[item["id"]] = datetime.fromisoformat(item["fetched_at"])
-            yield item
+        yield from batch
+        known |= _fetched(batch)
         time.sleep(interval)
-        if printed:
-            start = max(printed.values()) - FOLLOW_OVERLAP
-            printed = {item_id: at for item_id, at in printed.items() if at >= start}
+        if known:
+            start = max(known.values()) - FOLLOW_OVERLAP
+            known = {item_id: at for item_id, at in known.items() if at >= start}
             since = start.isoformat()
         params = {"limit": PAGE, **({"since": since} if since else {})}
-        fresh = [item for item in hub.items(path, params) if item["id"] not in printed]
-        batch = sorted(fresh, key=lambda item: (item["fetched_at"], item["id"]))
+        fresh = [item for item in hub.items(path, params) if item["id"] not in known]
+        batch = sorted(fresh, key=_order)
+
+
+def _order(item: dict[str, Any]) -> tuple[datetime, str]:
+    """The hub's order of items (newest last here): fetch time, then id."""
+    return datetime.fromisoformat(item["fetched_at"]), item["id"]
+
+
+def _fetched(items: Iterable[dict[str, Any]]) -> dict[str, datetime]:
+    return {item["id"]: datetime.fromisoformat(item["fetched_at"]) for item in items}

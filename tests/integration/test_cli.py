@@ -137,14 +137,18 @@ def test_a_newcomer_logs_in_imports_opml_follows_items_and_exports_csv(
     growing = analyst.lines(
         "crawlers", "add", "--name", "growing", "--feed", hub.feed("tail", items=3, every=0.5)
     )[0]
-    wait_until(
-        lambda: analyst.lines("items", str(growing["id"])), what="the growing feed's first items"
+    before = wait_until(
+        lambda: {i["id"] for i in analyst.lines("items", str(growing["id"]))} or None,
+        what="the growing feed's first items",
     )
+    assert len(before) >= 3
     tail = Tail(analyst, str(growing["id"]), "--limit", "2", "--interval", "0.3")
     printed = tail.at_least(8)
     assert tail.interrupt() == 0
     ids = [item["id"] for item in printed]
     assert len(ids) == len(set(ids)), "--follow printed an item twice"
+    left_out = before - set(ids[:2])  # older than the two newest it started from
+    assert not left_out & set(ids[2:]), "--follow printed an item from before it started"
     times = [item["fetched_at"] for item in printed]
     assert times == sorted(times), "--follow prints oldest first"
     stored = {item["id"] for item in hub.items(token, growing["id"])}
