@@ -26,6 +26,12 @@ DATA = Path(__file__).parent.parent / "data" / "opml"
         ),
         ("newsblur.opml", "NewsBlur Feeds", 5, {("Security",), ("Programming",)}),
         (
+            "inoreader.opml",
+            "Subscriptions from Inoreader [https://www.inoreader.com]",
+            3,
+            {(), ("设计",)},
+        ),
+        (
             "miniflux.opml",
             "Miniflux",
             3,
