@@ -12,7 +12,7 @@ from marshmallow import Schema, fields, validate
 from blackwidow import feed_lists, opml
 from blackwidow.api.context import caller, transaction
 from blackwidow.api.crawlers import crawler_out
-from blackwidow.api.schemas import MAX_BATCH, CrawlerBatchOut
+from blackwidow.api.schemas import MAX_BATCH, CrawlerBatchOut, ErrorOut
 from blackwidow.errors import ApiError
 from sources.rss_query import MAX_FEEDS
 
@@ -71,6 +71,8 @@ class CrawlerImport(MethodView):
         },
     )
     @blp.response(201, ImportOut)
+    @blp.alt_response(413, schema=ErrorOut, description="the document is over 1 MiB")
+    @blp.alt_response(415, schema=ErrorOut, description="the body is not sent as OPML or XML")
     def post(self, args: dict[str, Any]) -> dict[str, Any]:
         """Create RSS crawlers from an OPML file, all or none."""
         if request.mimetype not in ACCEPTED_TYPES:
