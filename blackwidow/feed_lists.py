@@ -1,12 +1,16 @@
 """Feed lists and crawlers: an OPML import becomes RSS crawlers, a user's RSS crawlers become
 an OPML export. The crawlers are created by crawlers.create_batch, all or none, through the
-same checks as any create; its errors are told in the file's terms (the outline)."""
+same checks as any create; its errors are told in the file's terms (the outline).
+
+A feed is imported once: a feed listed again in the file, or one the user already crawls
+with the same keyword filter (a crawler of theirs lists it), is skipped, so importing a
+file twice creates its crawlers once."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -15,7 +19,9 @@ from blackwidow import crawlers, opml
 from blackwidow.auth import Caller
 from blackwidow.errors import ApiError
 from blackwidow.models import Crawler
+from sources.filters import filter_key
 from sources.rss_query import MAX_FEEDS
+from sources.urls import canonical_url
 
 GROUPINGS = ("one-each", "outline", "one-all")
 NAME_LENGTH = 200  # a crawler's name, at most
@@ -31,11 +37,78 @@ class Planned:
     feeds: list[opml.Feed]
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A feed an import did not take: `crawler_id` is the user's crawler that already fetches
+    it with the same keywords; None when the file listed it before."""
+
+    feed: opml.Feed
+    crawler_id: int | None
+
+
+@dataclass(frozen=True)
+class Imported:
+    crawlers: list[Crawler]
+    skipped: list[Skipped]
+
+
+def import_feeds(
+    session: Session,
+    caller: Caller,
+    subscriptions: opml.Subscriptions,
+    group_by: str,
+    keywords: Sequence[str],
+    most: int,
+) -> Imported:
+    """Create the caller's crawlers for the feeds they do not crawl yet, grouped as asked, in
+    this transaction, or none. More than `most` new feeds is refused: one import is one
+    batch create, and a batch is bounded."""
+    crawlers.owner(caller)  # the admin owns no crawlers: refused before reading any
+    fresh, skipped = _fresh(session, caller, subscriptions.feeds, keywords)
+    if len(fresh) > most:
+        message = f"body: {len(fresh)} new feeds, more than one import takes ({most})"
+        raise ApiError(422, "invalid", message, "body")
+    planned = plan(replace(subscriptions, feeds=fresh), group_by)
+    return Imported(_create(session, caller, planned, keywords) if planned else [], skipped)
+
+
+def _fresh(
+    session: Session, caller: Caller, feeds: Sequence[opml.Feed], keywords: Sequence[str]
+) -> tuple[list[opml.Feed], list[Skipped]]:
+    """The feeds to import, in file order, and those skipped; URLs compared in the canonical
+    form the source key uses (`HTTPS://Host:443/` is `https://host/`)."""
+    wanted = filter_key(keywords)
+    crawled: dict[str, int | None] = {
+        _spelling(url): crawler.id
+        for crawler in crawlers.listing(session, caller, source="rss")
+        if filter_key(crawler.query.get("keywords", [])) == wanted
+        for url in crawler.query["feeds"]
+    }
+    fresh: list[opml.Feed] = []
+    skipped: list[Skipped] = []
+    for feed in feeds:
+        spelling = _spelling(feed.url)
+        if spelling in crawled:
+            skipped.append(Skipped(feed, crawled[spelling]))
+            continue
+        crawled[spelling] = None
+        fresh.append(feed)
+    return fresh, skipped
+
+
+def _spelling(url: str) -> str:
+    try:
+        return canonical_url(url)
+    except ValueError:  # a port out of range: the create's checks refuse it, naming it
+        return url
+
+
 def plan(subscriptions: opml.Subscriptions, group_by: str) -> list[Planned]:
     """The crawlers for these feeds: one each; one per category path (`Tech/Python`; the
-    feeds outside any in one named after the file); or one for all. A group of more feeds
-    than a crawler takes is split: `Tech`, `Tech (2)`."""
-    fallback = subscriptions.title or "Imported feeds"
+    feeds outside any in one named after the file, or `Unfiled`); or one for all. A group of
+    more feeds than a crawler takes is split: `Tech`, `Tech (2)`."""
+    unfiled = "Imported feeds" if group_by == "one-all" else "Unfiled"
+    fallback = subscriptions.title or unfiled
     if group_by == "one-each":
         return [Planned(feed.name, [feed]) for feed in subscriptions.feeds]
     groups: dict[str, list[opml.Feed]] = {}
@@ -49,7 +122,7 @@ def plan(subscriptions: opml.Subscriptions, group_by: str) -> list[Planned]:
     ]
 
 
-def create(
+def _create(
     session: Session, caller: Caller, planned: Sequence[Planned], keywords: Sequence[str]
 ) -> list[Crawler]:
     """Create the planned crawlers in this transaction, or none; an invalid feed is named by

@@ -44,7 +44,8 @@ class Subscriptions:
 
 
 def read(document: bytes) -> Subscriptions:
-    """The feeds of an OPML document, in document order, each URL once (its first outline)."""
+    """The feeds of an OPML document, in document order (a URL listed twice is there twice:
+    which copy counts is the importer's choice)."""
     try:
         root = defusedxml.ElementTree.fromstring(document)
     except DefusedXmlException as error:
@@ -56,13 +57,11 @@ def read(document: bytes) -> Subscriptions:
     body = root.find("body")
     if body is None:
         raise OpmlError("body", "missing")
-    feeds: dict[str, Feed] = {}
-    for feed in _feeds(body, "body", ()):
-        feeds.setdefault(feed.url, feed)
+    feeds = list(_feeds(body, "body", ()))
     if not feeds:
         raise OpmlError("body", "no feeds (no outline has an xmlUrl)")
     title = (root.findtext("head/title") or "").strip() or None
-    return Subscriptions(title, list(feeds.values()))
+    return Subscriptions(title, feeds)
 
 
 def _feeds(parent: ET.Element, where: str, path: tuple[str, ...]) -> Iterator[Feed]:

@@ -17,6 +17,12 @@ def keyword_matcher(keywords: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
 
 
+def filter_key(keywords: Iterable[str]) -> frozenset[str]:
+    """What decides a filter's matches, so two keyword lists that filter alike compare equal:
+    the words `keyword_matcher` takes, in any order and any case."""
+    return frozenset(k.strip().casefold() for k in keywords if k.strip())
+
+
 def matches(pattern: re.Pattern[str] | None, item: Item) -> bool:
     """True when the item's title or text contains a keyword (or there are no keywords)."""
     if pattern is None:

@@ -12,12 +12,20 @@ from marshmallow import Schema, fields, validate
 from blackwidow import feed_lists, opml
 from blackwidow.api.context import caller, transaction
 from blackwidow.api.crawlers import crawler_out
-from blackwidow.api.schemas import CrawlerBatchOut
+from blackwidow.api.schemas import MAX_BATCH, CrawlerBatchOut, ErrorOut
 from blackwidow.errors import ApiError
+from sources.rss_query import MAX_FEEDS
 
 OPML_TYPE = "text/x-opml"
 ACCEPTED_TYPES = (OPML_TYPE, "application/xml", "text/xml")
 _DOCUMENT = {"type": "string"}  # OpenAPI: an OPML document
+_IMPORT_RULES = (
+    "An error names the outline (`body.outline[2].outline[5]`) and creates nothing. A feed "
+    "listed twice, or one of your RSS crawlers fetches with the same keywords, is skipped "
+    "(so importing a file again creates nothing) and listed in `skipped`. At most "
+    f"{MAX_BATCH} new feeds per import; a group of more than {MAX_FEEDS} feeds (a crawler's "
+    "most) is split in parts: `Tech`, `Tech (2)`."
+)
 
 blp = Blueprint("opml", __name__, url_prefix="/api/v1", description="OPML import and export")
 
@@ -35,21 +43,38 @@ class ImportArgs(Schema):
     )
 
 
+class SkippedFeed(Schema):
+    url = fields.String()
+    outline = fields.String(metadata={"description": "where the file lists it"})
+    crawler_id = fields.Integer(
+        allow_none=True,
+        metadata={"description": "your crawler that fetches it already; null: listed before"},
+    )
+
+
+class ImportOut(CrawlerBatchOut):
+    skipped = fields.List(
+        fields.Nested(SkippedFeed),
+        metadata={"description": "feeds not imported: crawled already, or listed twice"},
+    )
+
+
 @blp.route("/crawlers/import")
 class CrawlerImport(MethodView):
     @blp.arguments(ImportArgs(), location="query")
     @blp.doc(
+        description=_IMPORT_RULES,
         requestBody={
             "required": True,
             "description": "an OPML document (1 MiB at most), as feed readers export it",
             "content": {kind: {"schema": _DOCUMENT} for kind in ACCEPTED_TYPES},
-        }
+        },
     )
-    @blp.response(201, CrawlerBatchOut)
+    @blp.response(201, ImportOut)
+    @blp.alt_response(413, schema=ErrorOut, description="the document is over 1 MiB")
+    @blp.alt_response(415, schema=ErrorOut, description="the body is not sent as OPML or XML")
     def post(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Create RSS crawlers from an OPML file, all or none: an error names the outline
-        (`body.outline[2].outline[5]`) and creates nothing. A feed listed twice is taken once;
-        a group of over 100 feeds (a crawler's most) is split in parts."""
+        """Create RSS crawlers from an OPML file, all or none."""
         if request.mimetype not in ACCEPTED_TYPES:
             raise ApiError(
                 415,
@@ -61,10 +86,17 @@ class CrawlerImport(MethodView):
             subscriptions = opml.read(request.get_data())
         except opml.OpmlError as error:
             raise ApiError(422, "invalid", str(error), error.where) from None
-        planned = feed_lists.plan(subscriptions, args["group_by"])
         with transaction() as session:
-            made = feed_lists.create(session, caller(), planned, args["keywords"])
-            return {"crawlers": [crawler_out(crawler, None) for crawler in made]}
+            imported = feed_lists.import_feeds(
+                session, caller(), subscriptions, args["group_by"], args["keywords"], MAX_BATCH
+            )
+            return {
+                "crawlers": [crawler_out(crawler, None) for crawler in imported.crawlers],
+                "skipped": [
+                    {"url": s.feed.url, "outline": s.feed.where, "crawler_id": s.crawler_id}
+                    for s in imported.skipped
+                ],
+            }
 
 
 @blp.route("/crawlers.opml")

@@ -99,3 +99,66 @@ def test_an_export_holds_only_the_callers_feeds_and_reads_back_the_same(
     again = post(client, carol, exported.data, "?group_by=outline")
     assert again.status_code == 201, again.json
     assert [(c["name"], c["query"]["feeds"]) for c in again.json["crawlers"]] == before
+
+
+def test_feeds_crawled_already_or_listed_twice_are_skipped(
+    client: FlaskClient, make_user: Any
+) -> None:
+    """Compared as the source key spells them, and by keyword filter (any order and case)."""
+    token = make_user()["token"]
+    mine = {"feeds": ["https://a.example/rss"], "keywords": ["Python", "rust"]}
+    crawler = {"name": "mine", "source": "rss", "query": mine}
+    made = client.post("/api/v1/crawlers", json=crawler, headers=bearer(token)).json
+    document = (
+        b"<opml><body><outline text='A' xmlUrl='HTTPS://A.example:443/rss'/>"
+        b"<outline text='B' xmlUrl='https://b.example/rss'/>"
+        b"<outline text='Cat'><outline text='B again' xmlUrl='https://b.example/rss#top'/>"
+        b"</outline></body></opml>"
+    )
+    first = post(client, token, document, "?keywords=RUST&keywords=python")
+    assert first.status_code == 201, first.json
+    assert [c["query"]["feeds"] for c in first.json["crawlers"]] == [["https://b.example/rss"]]
+    assert first.json["skipped"] == [
+        {
+            "url": "HTTPS://A.example:443/rss",
+            "outline": "body.outline[0]",
+            "crawler_id": made["id"],
+        },
+        {
+            "url": "https://b.example/rss#top",
+            "outline": "body.outline[2].outline[0]",
+            "crawler_id": None,
+        },
+    ]
+    again = post(client, token, document, "?keywords=rust&keywords=python")
+    assert (again.status_code, again.json["crawlers"]) == (201, [])
+    assert len(again.json["skipped"]) == 3
+    other_filter = post(client, token, document, "?keywords=go")
+    assert len(other_filter.json["crawlers"]) == 2
+    assert len(listed(client, token)) == 4
+
+
+def test_an_import_of_more_new_feeds_than_a_batch_takes_is_refused(
+    client: FlaskClient, make_user: Any
+) -> None:
+    token = make_user()["token"]
+    outlines = b"".join(b"<outline xmlUrl='https://f%d.example/'/>" % n for n in range(1001))
+    refused = post(
+        client, token, b"<opml><body>" + outlines + b"</body></opml>", "?group_by=one-all"
+    )
+    assert refused.status_code == 422
+    assert refused.json["error"]["field"] == "body"
+    assert "1001 new feeds" in refused.json["error"]["message"]
+    assert listed(client, token) == []
+
+
+def test_feeds_outside_any_category_go_to_a_crawler_named_after_the_file(
+    client: FlaskClient, make_user: Any
+) -> None:
+    token = make_user()["token"]
+    made = post(client, token, (DATA / "inoreader.opml").read_bytes(), "?group_by=outline")
+    assert made.status_code == 201, made.json
+    assert [(c["name"], len(c["query"]["feeds"])) for c in made.json["crawlers"]] == [
+        ("Subscriptions from Inoreader [https://www.inoreader.com]", 1),
+        ("设计", 2),
+    ]

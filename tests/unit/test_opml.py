@@ -26,6 +26,12 @@ DATA = Path(__file__).parent.parent / "data" / "opml"
         ),
         ("newsblur.opml", "NewsBlur Feeds", 5, {("Security",), ("Programming",)}),
         (
+            "inoreader.opml",
+            "Subscriptions from Inoreader [https://www.inoreader.com]",
+            3,
+            {(), ("设计",)},
+        ),
+        (
             "miniflux.opml",
             "Miniflux",
             3,
@@ -65,6 +71,7 @@ def test_a_feed_is_named_by_text_or_title_and_settings_outlines_are_not_feeds() 
         ("Only text", "https://a.example/rss"),
         ("Only title", "https://b.example/rss"),
         ("https://c.example/rss", "https://c.example/rss"),
+        ("dup", "https://a.example/rss"),
     ]
 
 
@@ -136,3 +143,18 @@ def test_a_group_larger_than_a_crawler_takes_is_split_in_parts() -> None:
         ("Big (2)", 100),
         ("Big (3)", 50),
     ]
+
+
+@pytest.mark.parametrize(
+    ("group_by", "names"),
+    [("outline", ["Unfiled", "News"]), ("one-all", ["Imported feeds"])],
+)
+def test_a_file_without_a_title_files_loose_feeds_under_a_name_of_its_own(
+    group_by: str, names: list[str]
+) -> None:
+    feeds = [
+        opml.Feed("https://a.example/", "a", (), "body.outline[0]"),
+        opml.Feed("https://b.example/", "b", ("News",), "body.outline[1].outline[0]"),
+    ]
+    planned = feed_lists.plan(opml.Subscriptions(None, feeds), group_by)
+    assert [p.name for p in planned] == names
