@@ -177,15 +177,18 @@ def import_opml(
     hub: HubClient, opml: Any, group_by: str, keywords: tuple[str, ...], fmt: str
 ) -> None:
     """Create RSS crawlers from an OPML file (Miniflux, FreshRSS, Feedly, ... exports), all
-    or none."""
-    made = hub.json(
+    or none. Feeds you crawl already with the same keywords are skipped, and said so."""
+    answer = hub.json(
         "POST",
         "/api/v1/crawlers/import",
         params={"group_by": group_by, "keywords": list(keywords)},
         data=opml.read(),
         headers={"Content-Type": "text/x-opml"},
-    )["crawlers"]
-    output.rows(made, IMPORTED, fmt)
+    )
+    output.rows(answer["crawlers"], IMPORTED, fmt)
+    for skipped in answer.get("skipped", []):
+        why = f"crawler {skipped['crawler_id']} has it" if skipped["crawler_id"] else "listed twice"
+        click.echo(f"skipped {skipped['url']} ({skipped['outline']}): {why}", err=True)
 
 
 @crawlers.command("export-opml")

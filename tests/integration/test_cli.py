@@ -116,6 +116,9 @@ def test_a_newcomer_logs_in_imports_opml_follows_items_and_exports_csv(
     )
     made = analyst.lines("crawlers", "import", str(opml), "--group-by", "outline")
     assert sorted(c["name"] for c in made) == ["Mine", "Tech"]
+    again = analyst.run("crawlers", "import", str(opml), "--format", "jsonl")
+    assert again.returncode == 0 and again.stdout == ""
+    assert again.stderr.count("skipped ") == 3 and "crawler " in again.stderr
     listed = analyst.lines("crawlers", "ls")
     assert {c["id"] for c in listed} == {c["id"] for c in made}
     exported_opml = analyst.ok("crawlers", "export-opml")
