@@ -88,28 +88,32 @@ def _summary(hub: str, token: str) -> list[str]:
     return lines
 
 
-def _setup(hub: str, admin_token: str, feeds: str) -> str:
-    """Create the demo user and crawlers; return the user's token."""
+def _setup(hub: str, admin_token: str, feeds: str) -> tuple[str, int]:
+    """Create the demo user and crawlers; return the user's token and the first crawler."""
     admin = {"Authorization": f"Bearer {admin_token}"}
     user = requests.post(
         f"{hub}/api/v1/users", json={"name": "demo", "item_limit": 1000}, headers=admin, timeout=5
     ).json()
     auth = {"Authorization": f"Bearer {user['token']}"}
+    made = []
     for crawler in _crawlers(feeds):
-        requests.post(
-            f"{hub}/api/v1/crawlers", json=crawler, headers=auth, timeout=5
-        ).raise_for_status()
-    return user["token"]
+        answer = requests.post(f"{hub}/api/v1/crawlers", json=crawler, headers=auth, timeout=5)
+        answer.raise_for_status()
+        made.append(answer.json()["id"])
+    return user["token"], made[0]
 
 
-def _welcome(hub: str, admin_token: str, user_token: str) -> list[str]:
+def _welcome(hub: str, admin_token: str, user_token: str, crawler_id: int) -> list[str]:
     """How to look: the dashboard's sign-in link carries the admin token in its fragment,
     which browsers never send, and the page wipes it from the address bar (README:
-    Dashboard)."""
+    Dashboard); the analysts' command tails a crawler (README: Analysts)."""
+    command = sys.argv[0] if Path(sys.argv[0]).name == "blackwidow" else "blackwidow"
     return [
         f"dashboard  {hub}/signin#token={admin_token}",
         "           (opens the sign-in form filled with the admin token; press Sign in)",
         f"api        curl -H 'Authorization: Bearer {user_token}' {hub}/api/v1/crawlers",
+        f"cli        BLACKWIDOW_HUB_URL={hub} BLACKWIDOW_TOKEN={user_token}"
+        f" {command} items {crawler_id} --follow",
         "press Enter to kill a node (kill -9) and watch its crawlers move on the dashboard",
     ]
 
@@ -138,8 +142,9 @@ def run_demo(duration: float | None, kill_node_after: float = KILL_NODE_AFTER) -
             start(f"node{n}", "blackwidow", "spawn", "--hub", hub, "--port", "0")
         print(f"hub {hub}  feeds {running[0].url}  logs {workdir}", flush=True)
         _wait_for_nodes(hub, 2)
-        token = _setup(hub, env["BLACKWIDOW_ADMIN_TOKEN"], running[0].url)
-        print(*_welcome(hub, env["BLACKWIDOW_ADMIN_TOKEN"], token), sep="\n", flush=True)
+        token, first_crawler = _setup(hub, env["BLACKWIDOW_ADMIN_TOKEN"], running[0].url)
+        welcome = _welcome(hub, env["BLACKWIDOW_ADMIN_TOKEN"], token, first_crawler)
+        print(*welcome, sep="\n", flush=True)
         started = time.monotonic()
         stop_at = None if duration is None else started + duration
         victim: processes.Running | None = running[-1]

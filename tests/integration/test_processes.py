@@ -90,6 +90,7 @@ def test_demo_offers_the_dashboard_and_moves_the_crawlers_of_the_node_it_kills()
     hub = out.splitlines()[0].split()[1]
     assert f"dashboard  {hub}/signin#token=" in out  # the token in the fragment, never sent
     assert "curl -H 'Authorization: Bearer " in out and f"{hub}/api/v1/crawlers" in out
+    assert f"BLACKWIDOW_HUB_URL={hub} BLACKWIDOW_TOKEN=" in out and " --follow" in out
     _, killed, after = out.partition("killed node2 (kill -9)")
     assert killed, out
     last = [line.split() for line in after.strip().splitlines()[-4:]]
