@@ -83,7 +83,7 @@ def add_user(hub: HubClient, name: str, item_limit: int | None, fmt: str) -> Non
 @connected
 def list_users(hub: HubClient, fmt: str) -> None:
     """Every user."""
-    output.rows(hub.json("GET", "/api/v1/users"), USER_COLUMNS, fmt)
+    output.rows(hub.every("/api/v1/users"), USER_COLUMNS, fmt)
 
 
 def _user_path(user_id: int | None) -> str:

@@ -47,21 +47,17 @@ class HubClient:
         response = self.call(method, path, **kwargs)
         return response.json() if response.content else None
 
-    def every(self, path: str, params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
-        """Every row of a list, page after page as its Link headers lead."""
+    def every(
+        self, path: str, params: dict[str, Any] | None = None, key: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Every row of a list, page after page as its Link headers lead, read as they come.
+        A page is the rows themselves, or an object holding them under `key` (the items')."""
         url: str | None = path
         while url is not None:
             response = self.call("GET", url, params=params)
-            yield from response.json()
+            page = response.json()
+            yield from page if key is None else page[key]
             url, params = response.links.get("next", {}).get("url"), None
-
-    def items(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """Every item of an items page and the pages after it (`next`), as they are read."""
-        url: str | None = path
-        while url is not None:
-            page = self.json("GET", url, params=params)
-            yield from page["items"]
-            url, params = page.get("next"), None
 
     def stream(self, path: str, params: dict[str, Any]) -> requests.Response:
         """A streamed answer (an export), its status checked before the body is read."""

@@ -1,5 +1,5 @@
-"""`blackwidow items` and `blackwidow export`: a crawler's items read, tailed, or taken out
-whole to a file."""
+"""`blackwidow items`: a crawler's items read, or tailed as they arrive (`--follow`); the
+whole of them to a file is `blackwidow export` (blackwidow.client.export_command)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def items(
         raise click.UsageError("--follow: new items come by fetched_at, so no --until or --by")
     path = f"/api/v1/crawlers/{crawler_id}/items"
     params = {**window_params(since, until, by), "limit": min(limit, PAGE)}
-    newest = list(itertools.islice(hub.items(path, params), limit))
+    newest = list(itertools.islice(hub.every(path, params, key="items"), limit))
     if not follow:
         output.rows(newest, COLUMNS, fmt)
         return
@@ -75,7 +75,7 @@ def _arriving(
     if first:
         since = (max(known.values()) - FOLLOW_OVERLAP).isoformat()
         oldest = min(_order(item) for item in first)
-        window = hub.items(path, {"limit": PAGE, "since": since})
+        window = hub.every(path, {"limit": PAGE, "since": since}, key="items")
         known |= _fetched(item for item in window if _order(item) < oldest)
     batch = first
     while True:
@@ -87,7 +87,7 @@ def _arriving(
             known = {item_id: at for item_id, at in known.items() if at >= start}
             since = start.isoformat()
         params = {"limit": PAGE, **({"since": since} if since else {})}
-        fresh = [item for item in hub.items(path, params) if item["id"] not in known]
+        fresh = [item for item in hub.every(path, params, key="items") if item["id"] not in known]
         batch = sorted(fresh, key=_order)
 
 
