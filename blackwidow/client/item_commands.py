@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import sys
 import time
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
@@ -29,13 +28,7 @@ FOLLOW_OVERLAP = timedelta(minutes=1)
 @click.argument("crawler_id", type=int)
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
 @window
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("table", "jsonl", "csv")),
-    default=lambda: "table" if sys.stdout.isatty() else "jsonl",
-    help="Output format (default: table on a terminal, jsonl when piped).",
-)
+@output.format_option(choices=("table", "jsonl", "csv"))
 @click.option("--follow", "-f", is_flag=True, help="Then print new items as they arrive.")
 @click.option("--interval", type=click.FloatRange(min=0.1), default=2.0, show_default=True)
 @connected
