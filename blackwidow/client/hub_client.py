@@ -25,6 +25,7 @@ class Refused(click.ClickException):
 
 class HubClient:
     def __init__(self, connection: Connection) -> None:
+        self.connection = connection
         self.url = connection.hub_url
         self._session = requests.Session()
         self._session.headers["Authorization"] = f"Bearer {connection.token}"
