@@ -4,7 +4,7 @@ pages are followed (the `Link: <...>; rel="next"` header every list sends)."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
-from typing import Any
+from typing import IO, Any
 
 import click
 import requests
@@ -19,8 +19,9 @@ class Refused(click.ClickException):
 
     exit_code = 1
 
-    def format_message(self) -> str:
-        return self.message
+    def show(self, file: IO[Any] | None = None) -> None:
+        """The message alone, `error: ...`, without click's own `Error: ` before it."""
+        click.echo(self.message, file=file, err=True)
 
 
 class HubClient:

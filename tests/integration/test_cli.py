@@ -215,6 +215,7 @@ def test_bad_input_exits_2_a_refusal_exits_1_and_admins_manage_users(
     assert bad_since.returncode == 2 and "--since" in bad_since.stderr
     bad_url = bob.run("crawlers", "add", "--name", "x", "--feed", "ftp://example.org/feed")
     assert bad_url.returncode == 1 and "(field query.feeds.0)" in bad_url.stderr
+    assert bad_url.stderr.startswith("error: query.feeds.0: ")
     foreign = bob.run("crawlers", "show", "999999")
     assert foreign.returncode == 1 and "no crawler 999999" in foreign.stderr
     wrong = Analyst(tmp_path / "x", BLACKWIDOW_HUB_URL=hub.hub_url, BLACKWIDOW_TOKEN="wrong")
