@@ -26,11 +26,23 @@ FOLLOW_OVERLAP = timedelta(minutes=1)
 
 @click.command()
 @click.argument("crawler_id", type=int)
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="How many of the newest items (with --follow: to start from).",
+)
 @window
 @output.format_option(choices=("table", "jsonl", "csv"))
 @click.option("--follow", "-f", is_flag=True, help="Then print new items as they arrive.")
-@click.option("--interval", type=click.FloatRange(min=0.1), default=2.0, show_default=True)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.1),
+    default=2.0,
+    show_default=True,
+    help="Seconds between asks for new items (--follow).",
+)
 @connected
 def items(
     hub: HubClient,
