@@ -40,7 +40,7 @@ class HubClient:
         try:
             response = self._session.request(method, url, timeout=TIMEOUT, **kwargs)
         except requests.RequestException as error:
-            raise Refused(f"error: cannot reach the hub at {self.url}: {error}") from None
+            raise Refused(f"error: cannot reach the hub at {self.url}: {cause(error)}") from None
         if response.status_code >= 400 and response.status_code not in allow:
             raise Refused(refusal(response))
         return response
@@ -74,3 +74,11 @@ def refusal(response: requests.Response) -> str:
     except (ValueError, KeyError, TypeError):
         return f"error: the hub answered {response.status_code} {response.reason}"
     return f"error: {message}" + (f" (field {field})" if field else "")
+
+
+def cause(error: BaseException) -> BaseException:
+    """What failed beneath requests' and urllib3's wrappers (`[Errno 111] Connection refused`,
+    `Name or service not known`, `timed out`): their own messages fill a screen."""
+    while (inner := error.__cause__ or error.__context__) is not None:
+        error = inner
+    return error

@@ -225,3 +225,6 @@ def test_bad_input_exits_2_a_refusal_exits_1_and_admins_manage_users(
         tmp_path / "y", BLACKWIDOW_HUB_URL="http://127.0.0.1:9", BLACKWIDOW_TOKEN="t"
     ).run("crawlers", "ls")
     assert unreachable.returncode == 1 and "cannot reach the hub" in unreachable.stderr
+    assert (
+        unreachable.stderr.endswith("Connection refused\n") and unreachable.stderr.count("\n") == 1
+    )
