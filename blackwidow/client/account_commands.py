@@ -19,23 +19,28 @@ NODE_COLUMNS = ("id", "url", "state", "subscribers", "data_sources", "last_polle
 CREDENTIAL_COLUMNS = ("source", "name", "fields", "updated_at")
 
 
-def _secret(prompt: str) -> str:
-    """A secret from a hidden prompt on a terminal, else the first line of standard input:
-    never from the command line, where process listings show it."""
-    if sys.stdin.isatty():
+def _secret(prompt: str, from_stdin: bool = False) -> str:
+    """A secret from a hidden prompt on a terminal, else (or when asked) the first line of
+    standard input: never from the command line, where process listings show it."""
+    if sys.stdin.isatty() and not from_stdin:
         return click.prompt(prompt, hide_input=True)
     return sys.stdin.readline().strip()
 
 
 @click.command()
 @click.option("--hub", "hub_url", envvar=HUB_ENV, help=f"Hub URL [env {HUB_ENV}].")
-def login(hub_url: str | None) -> None:
+@click.option(
+    "--token-stdin",
+    is_flag=True,
+    help="Read the token from standard input even on a terminal (piped, it always is).",
+)
+def login(hub_url: str | None, token_stdin: bool) -> None:
     """Save the hub's URL and your token (asked for, or read from standard input) to your
     config directory, readable by you only; the other commands use them."""
     hub_url = hub_url or config.saved().get("hub_url")
     if not hub_url:
         raise click.UsageError(f"--hub: no hub URL (set {HUB_ENV})")
-    token = _secret("token")
+    token = _secret("token", from_stdin=token_stdin)
     if not token:
         raise click.UsageError("token: none given")
     connection = Connection(hub_url.rstrip("/"), token)
@@ -83,7 +88,7 @@ def add_user(hub: HubClient, name: str, item_limit: int | None, fmt: str) -> Non
 @connected
 def list_users(hub: HubClient, fmt: str) -> None:
     """Every user."""
-    output.rows(hub.json("GET", "/api/v1/users"), USER_COLUMNS, fmt)
+    output.rows(hub.every("/api/v1/users"), USER_COLUMNS, fmt)
 
 
 def _user_path(user_id: int | None) -> str:

@@ -1,4 +1,4 @@
-"""Every analyst command, in the order `blackwidow --help` lists them."""
+"""Every analyst command: the list blackwidow.cli adds to the `blackwidow` group."""
 
 from blackwidow.client.account_commands import credentials, login, logout, nodes, users
 from blackwidow.client.crawler_commands import crawlers

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
@@ -17,7 +17,7 @@ TOKEN_ENV = "BLACKWIDOW_TOKEN"
 @dataclass(frozen=True)
 class Connection:
     hub_url: str
-    token: str
+    token: str = field(repr=False)  # a traceback or a log line never shows it
 
 
 def config_path() -> Path:

@@ -13,7 +13,7 @@ import requests
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from blackwidow.client.hub_client import HubClient, Refused
+from blackwidow.client.hub_client import HubClient, Refused, cause
 from blackwidow.client.options import connected, window, window_params
 
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
@@ -71,7 +71,9 @@ def export(
                 advance(count)
         os.replace(partial, path)
     except requests.RequestException as error:
-        raise Refused(f"error: the export was cut short ({error}); nothing written") from None
+        raise Refused(
+            f"error: the export was cut short ({cause(error)}); nothing written"
+        ) from None
     finally:
         with contextlib.suppress(FileNotFoundError):
             partial.unlink()

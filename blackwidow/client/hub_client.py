@@ -4,7 +4,7 @@ pages are followed (the `Link: <...>; rel="next"` header every list sends)."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
-from typing import Any
+from typing import IO, Any
 
 import click
 import requests
@@ -19,12 +19,14 @@ class Refused(click.ClickException):
 
     exit_code = 1
 
-    def format_message(self) -> str:
-        return self.message
+    def show(self, file: IO[Any] | None = None) -> None:
+        """The message alone, `error: ...`, without click's own `Error: ` before it."""
+        click.echo(self.message, file=file, err=True)
 
 
 class HubClient:
     def __init__(self, connection: Connection) -> None:
+        self.connection = connection
         self.url = connection.hub_url
         self._session = requests.Session()
         self._session.headers["Authorization"] = f"Bearer {connection.token}"
@@ -38,7 +40,7 @@ class HubClient:
         try:
             response = self._session.request(method, url, timeout=TIMEOUT, **kwargs)
         except requests.RequestException as error:
-            raise Refused(f"error: cannot reach the hub at {self.url}: {error}") from None
+            raise Refused(f"error: cannot reach the hub at {self.url}: {cause(error)}") from None
         if response.status_code >= 400 and response.status_code not in allow:
             raise Refused(refusal(response))
         return response
@@ -47,21 +49,17 @@ class HubClient:
         response = self.call(method, path, **kwargs)
         return response.json() if response.content else None
 
-    def every(self, path: str, params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
-        """Every row of a list, page after page as its Link headers lead."""
+    def every(
+        self, path: str, params: dict[str, Any] | None = None, key: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Every row of a list, page after page as its Link headers lead, read as they come.
+        A page is the rows themselves, or an object holding them under `key` (the items')."""
         url: str | None = path
         while url is not None:
             response = self.call("GET", url, params=params)
-            yield from response.json()
+            page = response.json()
+            yield from page if key is None else page[key]
             url, params = response.links.get("next", {}).get("url"), None
-
-    def items(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """Every item of an items page and the pages after it (`next`), as they are read."""
-        url: str | None = path
-        while url is not None:
-            page = self.json("GET", url, params=params)
-            yield from page["items"]
-            url, params = page.get("next"), None
 
     def stream(self, path: str, params: dict[str, Any]) -> requests.Response:
         """A streamed answer (an export), its status checked before the body is read."""
@@ -76,3 +74,11 @@ def refusal(response: requests.Response) -> str:
     except (ValueError, KeyError, TypeError):
         return f"error: the hub answered {response.status_code} {response.reason}"
     return f"error: {message}" + (f" (field {field})" if field else "")
+
+
+def cause(error: BaseException) -> BaseException:
+    """What failed beneath requests' and urllib3's wrappers (`[Errno 111] Connection refused`,
+    `Name or service not known`, `timed out`): their own messages fill a screen."""
+    while (inner := error.__cause__ or error.__context__) is not None:
+        error = inner
+    return error

@@ -1,11 +1,10 @@
-"""`blackwidow items` and `blackwidow export`: a crawler's items read, tailed, or taken out
-whole to a file."""
+"""`blackwidow items`: a crawler's items read, or tailed as they arrive (`--follow`); the
+whole of them to a file is `blackwidow export` (blackwidow.client.export_command)."""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import sys
 import time
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
@@ -27,17 +26,23 @@ FOLLOW_OVERLAP = timedelta(minutes=1)
 
 @click.command()
 @click.argument("crawler_id", type=int)
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
-@window
 @click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("table", "jsonl", "csv")),
-    default=lambda: "table" if sys.stdout.isatty() else "jsonl",
-    help="Output format (default: table on a terminal, jsonl when piped).",
+    "--limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="How many of the newest items (with --follow: to start from).",
 )
+@window
+@output.format_option(choices=("table", "jsonl", "csv"))
 @click.option("--follow", "-f", is_flag=True, help="Then print new items as they arrive.")
-@click.option("--interval", type=click.FloatRange(min=0.1), default=2.0, show_default=True)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.1),
+    default=2.0,
+    show_default=True,
+    help="Seconds between asks for new items (--follow).",
+)
 @connected
 def items(
     hub: HubClient,
@@ -56,7 +61,7 @@ def items(
         raise click.UsageError("--follow: new items come by fetched_at, so no --until or --by")
     path = f"/api/v1/crawlers/{crawler_id}/items"
     params = {**window_params(since, until, by), "limit": min(limit, PAGE)}
-    newest = list(itertools.islice(hub.items(path, params), limit))
+    newest = list(itertools.islice(hub.every(path, params, key="items"), limit))
     if not follow:
         output.rows(newest, COLUMNS, fmt)
         return
@@ -75,7 +80,7 @@ def _arriving(
     if first:
         since = (max(known.values()) - FOLLOW_OVERLAP).isoformat()
         oldest = min(_order(item) for item in first)
-        window = hub.items(path, {"limit": PAGE, "since": since})
+        window = hub.every(path, {"limit": PAGE, "since": since}, key="items")
         known |= _fetched(item for item in window if _order(item) < oldest)
     batch = first
     while True:
@@ -87,7 +92,7 @@ def _arriving(
             known = {item_id: at for item_id, at in known.items() if at >= start}
             since = start.isoformat()
         params = {"limit": PAGE, **({"since": since} if since else {})}
-        fresh = [item for item in hub.items(path, params) if item["id"] not in known]
+        fresh = [item for item in hub.every(path, params, key="items") if item["id"] not in known]
         batch = sorted(fresh, key=_order)
 
 

@@ -17,12 +17,12 @@ from rich.text import Text
 FORMATS = ("table", "json", "jsonl", "csv")
 
 
-def format_option(default_piped: str = "jsonl") -> Any:
+def format_option(default_piped: str = "jsonl", choices: Sequence[str] = FORMATS) -> Any:
     """`--format`: the table on a terminal, `default_piped` otherwise, unless asked."""
     return click.option(
         "--format",
         "fmt",
-        type=click.Choice(FORMATS),
+        type=click.Choice(choices),
         help=f"Output format (default: table on a terminal, {default_piped} when piped).",
         default=lambda: "table" if sys.stdout.isatty() else default_piped,
         show_default=False,

@@ -136,6 +136,13 @@ def test_a_newcomer_logs_in_imports_opml_follows_items_and_exports_csv(
     assert len(rows) == len({row["id"] for row in rows}) == 30
     assert {row["crawler_id"] for row in rows} == {str(static["id"])}
     assert not list(tmp_path.glob(".static.csv*"))  # the partial file was renamed
+    every = analyst.lines("items", str(static["id"]), "--limit", "100")
+    assert sorted(i["id"] for i in every) == sorted(row["id"] for row in rows)
+    cut = sorted(i["fetched_at"] for i in every)[15]
+    later = analyst.lines("items", str(static["id"]), "--limit", "100", "--since", cut)
+    earlier = analyst.lines("items", str(static["id"]), "--limit", "100", "--until", cut)
+    assert all(i["fetched_at"] >= cut for i in later) and later
+    assert sorted(i["id"] for i in later + earlier) == sorted(i["id"] for i in every)
 
     growing = analyst.lines(
         "crawlers", "add", "--name", "growing", "--feed", hub.feed("tail", items=3, every=0.5)
@@ -158,8 +165,12 @@ def test_a_newcomer_logs_in_imports_opml_follows_items_and_exports_csv(
     assert set(ids) <= stored
 
     assert analyst.ok("crawlers", "disable", str(growing["id"])).strip().endswith("disabled")
+    stopped = analyst.lines("crawlers", "ls", "--state", "disabled")
+    assert [c["id"] for c in stopped] == [growing["id"]]
     edited = analyst.lines("crawlers", "edit", str(growing["id"]), "--name", "renamed")[0]
     assert (edited["name"], edited["enabled"]) == ("renamed", False)
+    assert not analyst.ok("crawlers", "enable", str(growing["id"])).strip().endswith("disabled")
+    assert analyst.lines("crawlers", "show", str(growing["id"]))[0]["enabled"] is True
     analyst.ok("crawlers", "rm", str(growing["id"]), "--yes")
     assert growing["id"] not in {c["id"] for c in analyst.lines("crawlers", "ls")}
     analyst.ok("logout")
@@ -172,6 +183,9 @@ def test_bad_input_exits_2_a_refusal_exits_1_and_admins_manage_users(
     nobody = Analyst(tmp_path / "empty")
     missing = nobody.run("crawlers", "ls")
     assert missing.returncode == 2 and "--hub" in missing.stderr
+    login_file = tmp_path / "empty" / "blackwidow" / "config.json"
+    refused_login = nobody.run("login", "--hub", hub.hub_url, "--token-stdin", stdin="wrong\n")
+    assert refused_login.returncode == 1 and not login_file.exists()
 
     admin = Analyst(
         tmp_path / "admin", BLACKWIDOW_HUB_URL=hub.hub_url, BLACKWIDOW_TOKEN=hub.admin_token
@@ -200,7 +214,8 @@ def test_bad_input_exits_2_a_refusal_exits_1_and_admins_manage_users(
     bad_since = bob.run("items", "1", "--since", "yesterday")
     assert bad_since.returncode == 2 and "--since" in bad_since.stderr
     bad_url = bob.run("crawlers", "add", "--name", "x", "--feed", "ftp://example.org/feed")
-    assert bad_url.returncode == 1 and "query.feeds.0" in bad_url.stderr
+    assert bad_url.returncode == 1 and "(field query.feeds.0)" in bad_url.stderr
+    assert bad_url.stderr.startswith("error: query.feeds.0: ")
     foreign = bob.run("crawlers", "show", "999999")
     assert foreign.returncode == 1 and "no crawler 999999" in foreign.stderr
     wrong = Analyst(tmp_path / "x", BLACKWIDOW_HUB_URL=hub.hub_url, BLACKWIDOW_TOKEN="wrong")
@@ -210,3 +225,6 @@ def test_bad_input_exits_2_a_refusal_exits_1_and_admins_manage_users(
         tmp_path / "y", BLACKWIDOW_HUB_URL="http://127.0.0.1:9", BLACKWIDOW_TOKEN="t"
     ).run("crawlers", "ls")
     assert unreachable.returncode == 1 and "cannot reach the hub" in unreachable.stderr
+    assert (
+        unreachable.stderr.endswith("Connection refused\n") and unreachable.stderr.count("\n") == 1
+    )

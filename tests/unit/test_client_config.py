@@ -7,9 +7,12 @@ from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from blackwidow.client import config
-from blackwidow.client.config import Connection
+from blackwidow.client.config import HUB_ENV, TOKEN_ENV, Connection
+from blackwidow.client.hub_client import HubClient
+from blackwidow.client.options import connected
 
 
 @pytest.fixture(autouse=True)
@@ -59,3 +62,36 @@ def test_logout_removes_the_file_once() -> None:
     config.save(Connection("http://a", "t"))
     assert config.forget() is True
     assert config.forget() is False
+
+
+@click.command()
+@connected
+def where(hub: HubClient) -> None:
+    click.echo(f"{hub.connection.hub_url} {hub.connection.token}")
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "resolved"),
+    [
+        ([], {}, "http://file f"),
+        ([], {TOKEN_ENV: "e"}, "http://file e"),
+        ([], {HUB_ENV: "http://env", TOKEN_ENV: "e"}, "http://env e"),
+        (["--token", "o"], {HUB_ENV: "http://env", TOKEN_ENV: "e"}, "http://env o"),
+        (["--hub", "http://opt/", "--token", "o"], {HUB_ENV: "http://env"}, "http://opt o"),
+    ],
+)
+def test_a_command_takes_its_options_then_the_environment_then_the_login_file(
+    args: list[str], env: dict[str, str], resolved: str
+) -> None:
+    config.save(Connection("http://file", "f"))
+    result = CliRunner().invoke(where, args, env={HUB_ENV: None, TOKEN_ENV: None, **env})
+    assert (result.exit_code, result.output.strip()) == (0, resolved)
+
+
+def test_a_command_with_no_hub_anywhere_exits_2_naming_the_option() -> None:
+    result = CliRunner().invoke(where, [], env={HUB_ENV: None, TOKEN_ENV: "t"})
+    assert result.exit_code == 2 and "--hub" in result.output
+
+
+def test_the_token_stays_out_of_the_connection_repr() -> None:
+    assert "s3cret" not in repr(Connection("http://a", "s3cret"))
