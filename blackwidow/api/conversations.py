@@ -10,8 +10,7 @@ from flask_smorest import Blueprint
 from blackwidow import crawlers
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.item_schemas import ItemsOut, PageArgs
-from blackwidow.api.paging import Cursors, bad_cursor, cursor_key, page_answer
-from blackwidow.store.windows import BadPosition
+from blackwidow.api.paging import LINK_HEADER, store_page
 
 blp = Blueprint(
     "conversations", __name__, url_prefix="/api/v1/conversations", description="Conversations"
@@ -21,17 +20,17 @@ blp = Blueprint(
 @blp.route("/<path:conversation_id>", merge_slashes=False)  # ids may be URLs: keep their //
 class Conversation(MethodView):
     @blp.arguments(PageArgs(), location="query")
-    @blp.response(200, ItemsOut)
+    @blp.response(200, ItemsOut, headers=LINK_HEADER)
     def get(self, args: dict[str, Any], conversation_id: str) -> tuple[dict, dict]:
         """A conversation id may be a URL: send it percent-encoded or as the rest of the path.
         Pages as a crawler's items do: follow `next` or the Link header."""
         with transaction() as session:
             crawler_ids = [c.id for c in crawlers.listing(session, caller())]
-        key = cursor_key(hub().settings)
-        cursors = Cursors(key, f"conversations/{conversation_id}", caller(), {})
-        after = cursors.load(args.get("cursor"))
-        try:
-            page = hub().store.conversation_page(conversation_id, crawler_ids, args["limit"], after)
-        except BadPosition:
-            raise bad_cursor() from None
-        return page_answer(page.items, page.next, cursors)
+        return store_page(
+            f"conversations/{conversation_id}",
+            {},
+            args.get("cursor"),
+            lambda after: hub().store.conversation_page(
+                conversation_id, crawler_ids, args["limit"], after
+            ),
+        )

@@ -7,16 +7,17 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
+from blackwidow.api.list_args import PageArgs as ListPageArgs
+from blackwidow.api.list_args import page_limit
 from blackwidow.store.windows import TIME_FIELDS
 
 EXPORT_FORMATS = ("jsonl", "csv")  # a crawler's items as one streamed file (api.exports)
 
 
-class PageArgs(Schema):
-    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=1000))
-    cursor = fields.String(
-        metadata={"description": "where the page starts: from the `next` of the page before"}
-    )
+class PageArgs(ListPageArgs):
+    """An items page pages as the lists do, 50 items by default."""
+
+    limit = page_limit(50, 1000)
 
 
 class _Instant(fields.AwareDateTime):

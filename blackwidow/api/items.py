@@ -12,8 +12,8 @@ from blackwidow import crawlers
 from blackwidow.api import exports
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.item_schemas import ItemsArgs, ItemsOut, WindowArgs
-from blackwidow.api.paging import LINK_HEADER, Cursors, bad_cursor, cursor_key, page_answer
-from blackwidow.store.windows import BadPosition, Window
+from blackwidow.api.paging import LINK_HEADER, store_page
+from blackwidow.store.windows import Window
 
 blp = Blueprint("items", __name__, url_prefix="/api/v1/crawlers", description="A crawler's items")
 
@@ -55,16 +55,12 @@ class CrawlerItems(MethodView):
         _owned(crawler_id)
         window = _window(args)
         filters = {"since": window.since, "until": window.until, "by": window.by}
-        cursors = Cursors(
-            cursor_key(hub().settings), f"crawlers/{crawler_id}/items", caller(), filters
+        return store_page(
+            f"crawlers/{crawler_id}/items",
+            filters,
+            args.get("cursor"),
+            lambda after: hub().store.page(crawler_id, args["limit"], window, after),
         )
-        try:
-            page = hub().store.page(
-                crawler_id, args["limit"], window, cursors.load(args.get("cursor"))
-            )
-        except BadPosition:
-            raise bad_cursor() from None
-        return page_answer(page.items, page.next, cursors)
 
 
 @blp.route("/<int:crawler_id>/items.jsonl")

@@ -24,6 +24,7 @@ from blackwidow.api.context import caller, hub
 from blackwidow.auth import Caller
 from blackwidow.errors import ApiError
 from blackwidow.settings import Settings
+from blackwidow.store.windows import BadPosition, Page
 
 CURSOR_FIELD = "cursor"
 PAGE_FIELDS = ("limit", CURSOR_FIELD)  # a list's own arguments; the others are its filters
@@ -125,16 +126,26 @@ def paged(
     is a row's sort key, what the next cursor holds.
     """
     filters = {name: value for name, value in args.items() if name not in PAGE_FIELDS}
-    cursors = Cursors(cursor_key(hub().settings), listing, caller(), filters)
+    cursors = _callers_cursors(listing, filters)
     after = cursors.load(args.get(CURSOR_FIELD))
     rows = read(after=after, limit=args["limit"] + 1, **filters)
     return cursors.page(rows, args["limit"], position)
 
 
-def page_answer(
-    items: list[Any], position: Any, cursors: Cursors
+def store_page(
+    listing: str, filters: Mapping[str, Any], cursor: str | None, read: Callable[[Any], Page]
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """A page's body, `{"items": [...], "next": url | null}`, and its Link header: `position`
-    is where the next page starts, None on the last."""
-    cursor = None if position is None else cursors.dump(position)
-    return {"items": items, "next": next_url(cursor)}, next_link(cursor)
+    """A page the store reads from a position (items, a conversation), as the answer's body,
+    `{"items": [...], "next": url | null}`, and its Link header. The position travels signed
+    in the cursor; one the store does not read is a bad cursor too."""
+    cursors = _callers_cursors(listing, filters)
+    try:
+        page = read(cursors.load(cursor))
+    except BadPosition:
+        raise bad_cursor() from None
+    following = None if page.next is None else cursors.dump(page.next)
+    return {"items": page.items, "next": next_url(following)}, next_link(following)
+
+
+def _callers_cursors(listing: str, filters: Mapping[str, Any]) -> Cursors:
+    return Cursors(cursor_key(hub().settings), listing, caller(), filters)
