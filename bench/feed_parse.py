@@ -26,9 +26,9 @@ from unittest import mock
 import defusedxml.ElementTree
 import feedparser
 
-from sources import rss_parse
-from sources.feed_guard import refusal
-from sources.rss_parse import FeedError, content_type, parse_feed
+from sources.rss import parse as rss_parse
+from sources.rss.feed_guard import refusal
+from sources.rss.parse import FeedError, content_type, parse_feed
 from tests.servers.feed_corpus import MANIFEST, REAL, distinct_entries, feedparser_alone
 
 FETCHED_AT = datetime(2024, 5, 1, tzinfo=UTC)

@@ -20,7 +20,7 @@ from blackwidow.auth import Caller
 from blackwidow.errors import ApiError
 from blackwidow.models import Crawler
 from sources.filters import filter_key
-from sources.rss_query import MAX_FEEDS
+from sources.rss.query import MAX_FEEDS
 from sources.urls import canonical_url
 
 GROUPINGS = ("one-each", "outline", "one-all")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
+from marshmallow import ValidationError
+
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -26,3 +28,15 @@ def canonical_url(url: str) -> str:
             credentials += f":{parts.password}"
         netloc = f"{credentials}@{netloc}"
     return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
+
+
+def fetchable(url: str) -> None:
+    """What a URL check lets through but no fetch should take: a port past 65535, and
+    credentials, which would show wherever the feed URL does (API answers, node logs)."""
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - parsing the port is the check
+    except ValueError:
+        raise ValidationError("port out of range") from None
+    if parts.username is not None or parts.password is not None:
+        raise ValidationError("credentials in a URL are not allowed")

@@ -19,9 +19,10 @@ from sources.credentials import CredentialBook
 from sources.fetcher import GuardedFetcher
 from sources.ledger import NO_LEDGER
 from sources.pool import DataSourcePool
-from sources.registry import SourceContext, opener
+from sources.registry import opener
 from sources.renewals import Renewals
 from sources.scheduler import FetchScheduler
+from sources.source_type import SourceContext
 from spawn import registration, watchdog
 from spawn.app import create_node_app
 from spawn.ledger import SqliteLedger, ledger_path

@@ -14,7 +14,7 @@ from blackwidow.api.context import caller, transaction
 from blackwidow.api.crawlers import crawler_out
 from blackwidow.api.schemas import MAX_BATCH, CrawlerBatchOut, ErrorOut
 from blackwidow.errors import ApiError
-from sources.rss_query import MAX_FEEDS
+from sources.rss.query import MAX_FEEDS
 
 OPML_TYPE = "text/x-opml"
 ACCEPTED_TYPES = (OPML_TYPE, "application/xml", "text/xml")

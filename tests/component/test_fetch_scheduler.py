@@ -15,7 +15,7 @@ import pytest
 from blackwidow.demo.feed_server import FeedServer
 from sources.fetcher import GuardedFetcher
 from sources.model import SubscriberSpec
-from sources.rss import RssSource
+from sources.rss.source import RssSource
 from sources.scheduler import FetchScheduler
 from tests.servers.hostile_http import HostileServer
 from tests.support import FakeClock, SinkRecorder, wait_until

@@ -19,7 +19,8 @@ from blackwidow.monitor.loop import MonitorLoop
 from blackwidow.store.sqlite import SqliteStore
 from sources.fetcher import GuardedFetcher
 from sources.pool import DataSourcePool
-from sources.registry import SourceContext, opener
+from sources.registry import opener
+from sources.source_type import SourceContext
 from spawn.app import create_node_app
 from spawn.node import Node
 from tests.component.conftest import ADMIN, SECRET, bearer, hub_settings

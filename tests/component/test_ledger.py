@@ -15,7 +15,7 @@ from blackwidow.store.sqlite import SqliteStore
 from sources.fetcher import GuardedFetcher
 from sources.ledger import RunCounts
 from sources.pool import DataSourcePool
-from sources.registry import SourceContext
+from sources.source_type import SourceContext
 from spawn.ledger import SqliteLedger, ledger_path
 from tests.component.test_pool import (
     FEED_INTERVAL,

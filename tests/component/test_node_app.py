@@ -23,8 +23,9 @@ from sources.fetcher import GuardedFetcher
 from sources.keys import source_key
 from sources.model import SubscriberSpec
 from sources.pool import DataSourcePool
-from sources.registry import SourceContext, opener
+from sources.registry import opener
 from sources.renewals import Renewals
+from sources.source_type import SourceContext
 from spawn import watchdog
 from spawn.app import create_node_app
 from spawn.node import Node

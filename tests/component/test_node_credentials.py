@@ -19,8 +19,9 @@ from sources.credentials import CredentialBook
 from sources.fetcher import GuardedFetcher
 from sources.keys import source_key
 from sources.pool import DataSourcePool
-from sources.registry import SourceContext, opener
-from sources.twitter_query import TwitterQuery
+from sources.registry import opener
+from sources.source_type import SourceContext
+from sources.twitter.query import TwitterQuery
 from spawn.app import create_node_app
 from spawn.node import Node
 from tests.support import FakeClock, wait_until

@@ -15,7 +15,8 @@ from blackwidow.metrics.exposition import MetricsAccess
 from blackwidow.store.sqlite import SqliteStore
 from sources.fetcher import GuardedFetcher
 from sources.pool import DataSourcePool
-from sources.registry import SourceContext, opener
+from sources.registry import opener
+from sources.source_type import SourceContext
 from spawn.app import create_node_app
 from spawn.metrics import NodeMetrics
 from spawn.node import Node

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from sources.datasift import MAX_LINE, PaidStreamSource
-from sources.datasift_query import DatasiftCredential, DatasiftQuery
+from sources.datasift.query import DatasiftCredential, DatasiftQuery
+from sources.datasift.source import MAX_LINE, PaidStreamSource
 from sources.fetcher import GuardedFetcher
 from sources.model import SubscriberSpec
 from tests.servers.fake_paid_stream import FakePaidStream

@@ -18,8 +18,9 @@ from sources.fetcher import GuardedFetcher
 from sources.keys import source_key
 from sources.model import DataSource, Item, SubscriberSpec
 from sources.pool import DataSourcePool
-from sources.registry import SourceContext, opener
+from sources.registry import opener
 from sources.renewals import Renewals
+from sources.source_type import SourceContext
 from tests.support import FakeClock, wait_until
 
 FEED_INTERVAL = 0.1

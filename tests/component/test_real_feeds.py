@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sources.rss_parse import parse_feed
+from sources.rss.parse import parse_feed
 from tests.servers.feed_corpus import MANIFEST, REAL, distinct_entries, feedparser_alone
 
 FETCHED_AT = datetime(2024, 5, 1, tzinfo=UTC)

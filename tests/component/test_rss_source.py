@@ -8,11 +8,11 @@ from collections.abc import Collection, Iterator, Sequence
 import pytest
 from flask import Flask
 
-import sources.rss
+import sources.rss.source
 from sources.fetcher import GuardedFetcher
 from sources.model import Item
-from sources.rss import RssSource
-from sources.rss_parse import parse_feed
+from sources.rss.parse import parse_feed
+from sources.rss.source import RssSource
 from tests.servers.hostile_http import DATA_DIR, HostileServer
 from tests.support import FakeClock, SinkRecorder, served
 
@@ -219,7 +219,7 @@ def test_the_same_document_again_without_validators_is_not_parsed_again(
         parsed.append(url)
         return parse_feed(body, url, *args)
 
-    monkeypatch.setattr(sources.rss, "parse_feed", counted_parse)  # a spy on the real parser
+    monkeypatch.setattr(sources.rss.source, "parse_feed", counted_parse)  # a spy on the real parser
     recorder = RecordingSink()
     source = rss_source(clock, server.url("/data/rss_guid.xml"))
     source.poll_due(recorder)

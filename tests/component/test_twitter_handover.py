@@ -19,7 +19,8 @@ from blackwidow.store.sqlite import SqliteStore
 from sources.model import SubscriberSpec
 from sources.pool import DataSourcePool
 from sources.reconnect import RELEASE_RETRY
-from sources.registry import SourceContext, opener
+from sources.registry import opener
+from sources.source_type import SourceContext
 from tests.component.x_stream import (
     FETCHER,
     RATE_LIMIT_WAIT,

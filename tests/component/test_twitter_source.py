@@ -14,10 +14,11 @@ import tweepy
 
 from blackwidow.store.sqlite import SqliteStore
 from sources.pool import DataSourcePool
-from sources.registry import SourceContext, opener
-from sources.twitter_client import MAX_LINE
-from sources.twitter_search import TwitterSearchSource
-from sources.twitter_stream import TwitterStreamSource
+from sources.registry import opener
+from sources.source_type import SourceContext
+from sources.twitter.client import MAX_LINE
+from sources.twitter.search import TwitterSearchSource
+from sources.twitter.stream import TwitterStreamSource
 from tests.component.x_stream import (
     FETCHER,
     RATE_LIMIT_WAIT,

@@ -7,8 +7,8 @@ from typing import Any
 
 from sources.fetcher import GuardedFetcher
 from sources.model import SubscriberSpec
-from sources.twitter_query import TwitterCredential, TwitterQuery
-from sources.twitter_stream import RECHECK_AFTER, TwitterStreamSource
+from sources.twitter.query import TwitterCredential, TwitterQuery
+from sources.twitter.stream import RECHECK_AFTER, TwitterStreamSource
 from tests.servers.fake_x import FakeX
 from tests.support import SinkRecorder
 

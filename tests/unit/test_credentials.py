@@ -13,7 +13,7 @@ import pytest
 from blackwidow.settings import Settings, SettingsError, from_env
 from sources.credentials import CredentialBook, MissingCredential
 from sources.model import SubscriberSpec
-from sources.twitter_query import DEFAULT_API_BASE
+from sources.twitter.query import DEFAULT_API_BASE
 
 NODE_DEFAULT = {"bearer_token": "node-default-secret", "api_base": DEFAULT_API_BASE, "tier": "pro"}
 NODE_TEAM = {"bearer_token": "node-team-secret", "api_base": DEFAULT_API_BASE, "tier": "pro"}

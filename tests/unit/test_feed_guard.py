@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sources import feed_guard
-from sources.feed_guard import ENTITIES_REFUSED, refusal
-from sources.rss_parse import FeedError, parse_feed
+from sources.rss import feed_guard
+from sources.rss.feed_guard import ENTITIES_REFUSED, refusal
+from sources.rss.parse import FeedError, parse_feed
 
 HOSTILE = Path(__file__).resolve().parent.parent / "data" / "feeds" / "hostile"
 BOMBS = sorted(HOSTILE.glob("*.xml"))

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sources.rss_parse import parse_feed
+from sources.rss.parse import parse_feed
 
 FEED_URL = "https://feeds.example/dir/feed.xml"
 FETCHED_AT = datetime(2024, 5, 1, tzinfo=UTC)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from sources.datasift import BadLine, bounded_lines, parse_line
+from sources.datasift.source import BadLine, bounded_lines, parse_line
 
 FETCHED_AT = datetime(2024, 5, 1, 12, 30, tzinfo=UTC)
 

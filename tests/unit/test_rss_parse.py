@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sources.rss_parse import FeedError, parse_feed
+from sources.rss.parse import FeedError, parse_feed
 from sources.urls import canonical_url
 
 DATA = Path(__file__).resolve().parent.parent / "data"

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sources.rss_parse import content_type, parse_feed
+from sources.rss.parse import content_type, parse_feed
 
 FETCHED_AT = datetime(2024, 5, 1, tzinfo=UTC)
 TITLE = "Café — Привет"

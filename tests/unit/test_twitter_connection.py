@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sources.twitter_connection import TOO_MANY_CONNECTIONS, connection_issue
+from sources.twitter.connection import TOO_MANY_CONNECTIONS, connection_issue
 
 # X's answer when the app's one connection is taken (docs.x.com, handling disconnections)
 TAKEN = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sources.twitter_items import tweet_item, users_by_id
+from sources.twitter.items import tweet_item, users_by_id
 
 FETCHED_AT = datetime(2024, 5, 1, 12, 30, tzinfo=UTC)
 USERS = users_by_id([{"id": "42", "username": "ana", "name": "Ana"}, {"id": "7", "name": "Bo"}])

@@ -8,9 +8,9 @@ import pytest
 from marshmallow import Schema, ValidationError
 
 from blackwidow.errors import first_invalid_field
-from sources.datasift_query import DatasiftCredential, DatasiftQuery, datasift_fetch_target
+from sources.datasift.query import DatasiftCredential, DatasiftQuery, datasift_fetch_target
 from sources.keys import source_key
-from sources.twitter_query import (
+from sources.twitter.query import (
     DEFAULT_API_BASE,
     MAX_TERMS,
     TIERS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sources.twitter_rules import (
+from sources.twitter.rules import (
     TAG_PREFIX,
     Group,
     RemoteRule,

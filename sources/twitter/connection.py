@@ -1,5 +1,5 @@
 """One filtered-stream connection of an X app: tweepy's StreamingClient, telling its data source
-(sources.twitter_stream) what happens on it, and how long to wait when it ends.
+(sources.twitter.stream) what happens on it, and how long to wait when it ends.
 
 tweepy owns the connection and its documented reconnects after network trouble; a refused
 connection (429, 401, ...) ends its loop here instead, so the source can wait interruptibly.
@@ -18,9 +18,9 @@ from typing import Any, Protocol
 import requests
 import tweepy
 
-from sources import twitter_client
 from sources.fetcher import GuardedFetcher
 from sources.reconnect import ReconnectPolicy, describe_http_error, short_error
+from sources.twitter import client as twitter_client
 
 log = logging.getLogger(__name__)
 

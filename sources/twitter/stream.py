@@ -5,7 +5,7 @@ streaming crawler of a credential to one node and this source holds the connecti
 Subscribers joining or leaving change only their rules, from a second thread, while the
 stream stays connected; tweets reach the crawlers whose rules they matched (`matching_rules`).
 
-A refused connection (sources.twitter_connection) waits as sources.reconnect says, stays
+A refused connection (sources.twitter.connection) waits as sources.reconnect says, stays
 interruptible, and shows on every crawler's status.
 """
 
@@ -19,16 +19,18 @@ from typing import Any
 
 import tweepy
 
-from sources import api_session, twitter_client, twitter_rules
+from sources import api_session
 from sources.backoff import doubling_delay
 from sources.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink, SubscriberSpec
 from sources.observer import UNOBSERVED, SourceObserver
 from sources.reconnect import ReconnectPolicy, short_error
-from sources.twitter_connection import Connection
-from sources.twitter_items import EXPANSIONS, TWEET_FIELDS, USER_FIELDS, tweet_item, users_by_id
-from sources.twitter_query import RuleLimits, rule_limits
-from sources.twitter_rules import Group, RemoteRule, TermTooLong
+from sources.twitter import client as twitter_client
+from sources.twitter import rules as twitter_rules
+from sources.twitter.connection import Connection
+from sources.twitter.items import EXPANSIONS, TWEET_FIELDS, USER_FIELDS, tweet_item, users_by_id
+from sources.twitter.query import RuleLimits, rule_limits
+from sources.twitter.rules import Group, RemoteRule, TermTooLong
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from sources.twitter_query import canonical_languages, canonical_terms
+from sources.twitter.query import canonical_languages, canonical_terms
 
 TAG_PREFIX = "blackwidow:"
 

@@ -1,6 +1,7 @@
 """RSS/Atom parsing: bytes of a feed become Items; feedparser is never given anything but bytes.
 
-No I/O and no state: fetching, scheduling and delivery are the data source's job (sources.rss).
+No I/O and no state: fetching, scheduling and delivery are the data source's job
+(sources.rss.source).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from urllib.parse import urljoin, urlsplit
 import feedparser
 import feedparser.api
 
-from sources.feed_guard import refusal
-from sources.feed_html import plain_text, sanitised_html
 from sources.model import Item
+from sources.rss.feed_guard import refusal
+from sources.rss.feed_html import plain_text, sanitised_html
 from sources.urls import canonical_url
 
 # feedparser asks xml.sax for libxml2's driver first; where that is not installed, every
@@ -157,8 +158,8 @@ def parse_feed(
 
     feedparser only ever sees the bytes, wrapped in a stream: given a str, or even bytes that
     name an existing path, it would open a URL or a local file. Its own HTML sanitising
-    (a fifth of its time on a typical feed) is off: sources.feed_html does it with nh3.
-    sources.feed_guard refuses entity declarations first; anything else, however sloppy,
+    (a fifth of its time on a typical feed) is off: sources.rss.feed_html does it with nh3.
+    sources.rss.feed_guard refuses entity declarations first; anything else, however sloppy,
     is feedparser's to read or to call not a feed.
     """
     kind = content_type(headers, body)

@@ -4,7 +4,7 @@ Each feed is one entry of the node's fetch scheduler (sources.scheduler), added 
 withdrawn on stop; the source keeps what it knows of each feed between polls and decides,
 with sources.due, when it is next due. Keywords are not its business: each subscriber
 filters what the shared source delivers. Turning a fetched document into items is
-sources.rss_parse's job.
+sources.rss.parse's job.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from sources.model import (
     SubscriberSpec,
     utc_text,
 )
-from sources.rss_parse import FeedError, parse_feed
+from sources.rss.parse import FeedError, parse_feed
 from sources.scheduler import FetchScheduler, NextPoll
 from sources.urls import canonical_url
 

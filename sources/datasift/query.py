@@ -11,7 +11,7 @@ from typing import Any
 from marshmallow import Schema, ValidationError, fields, validate
 
 from sources.credentials import credential_field
-from sources.rss_query import fetchable
+from sources.urls import fetchable
 
 _HEADER_NAME = validate.Regexp(r"^[A-Za-z0-9-]{1,64}\Z", error="an HTTP header name")
 

@@ -3,25 +3,12 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
-from marshmallow import Schema, ValidationError, fields, validate
+from marshmallow import Schema, fields, validate
 
-from sources.urls import canonical_url
+from sources.urls import canonical_url, fetchable
 
 MAX_FEEDS = 100
-
-
-def fetchable(url: str) -> None:
-    """What a URL check lets through but no fetch should take: a port past 65535, and
-    credentials, which would show wherever the feed URL does (API answers, node logs)."""
-    parts = urlsplit(url)
-    try:
-        parts.port  # noqa: B018 - parsing the port is the check
-    except ValueError:
-        raise ValidationError("port out of range") from None
-    if parts.username is not None or parts.password is not None:
-        raise ValidationError("credentials in a URL are not allowed")
 
 
 class RssQuery(Schema):

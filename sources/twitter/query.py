@@ -13,7 +13,7 @@ from typing import Any
 from marshmallow import Schema, ValidationError, fields, post_load, validate
 
 from sources.credentials import credential_field
-from sources.rss_query import fetchable
+from sources.urls import fetchable
 
 MAX_TERMS = 100
 MAX_TERM_LENGTH = 128  # X's longest keyword or phrase in a rule

@@ -16,14 +16,14 @@ from typing import Any
 
 import tweepy
 
-from sources import twitter_rules
 from sources.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink, SubscriberSpec
 from sources.reconnect import ReconnectPolicy, describe_http_error, short_error
 from sources.threaded import ThreadedSource
-from sources.twitter_client import x_client
-from sources.twitter_items import EXPANSIONS, TWEET_FIELDS, USER_FIELDS, tweet_item, users_by_id
-from sources.twitter_query import rule_limits
+from sources.twitter import rules as twitter_rules
+from sources.twitter.client import x_client
+from sources.twitter.items import EXPANSIONS, TWEET_FIELDS, USER_FIELDS, tweet_item, users_by_id
+from sources.twitter.query import rule_limits
 
 log = logging.getLogger(__name__)
 
