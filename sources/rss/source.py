@@ -2,7 +2,7 @@
 
 Each feed is one entry of the node's fetch scheduler (sources.scheduler), added on start and
 withdrawn on stop; the source keeps what it knows of each feed between polls and decides,
-with sources.due, when it is next due. Keywords are not its business: each subscriber
+with sources.polled, when it is next due. Keywords are not its business: each subscriber
 filters what the shared source delivers. Turning a fetched document into items is
 sources.rss.parse's job.
 """
@@ -18,70 +18,38 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from sources import due
-from sources.fetcher import FetchError, FetchResult, GuardedFetcher, HttpStatusError
+from sources.fetcher import FetchError, FetchResult, GuardedFetcher
 from sources.model import (
     DEFAULT_PRIORITY,
     PRIORITIES,
     Item,
     SourceSink,
     SubscriberSpec,
-    utc_text,
 )
+from sources.polled import PollState
 from sources.rss.parse import FeedError, parse_feed
 from sources.scheduler import FetchScheduler, NextPoll
 from sources.urls import canonical_url
 
 log = logging.getLogger(__name__)
 
-_ASKS_TO_WAIT = (429, 503)  # statuses whose Retry-After is honoured
-
 
 @dataclass(eq=False)  # compared by identity: each feed of each source is its own schedule entry
-class _Feed:
+class _Feed(PollState):
     """What the source remembers about one feed between polls."""
 
-    url: str
-    next_poll_at: float = float("-inf")
-    failures: int = 0  # the error streak
-    error: str | None = None
-    fetched_at: datetime | None = None  # when it was last fetched (or tried)
-    status: int | None = None  # the last HTTP status; None when no answer came
-    succeeded_at: datetime | None = None
     entries: int | None = None  # entries in the last document parsed
-    etag: str | None = None
-    last_modified: str | None = None
     ttl: float | None = None
-    lifetime: float | None = None  # the server's max-age or Expires on its last answer
     items: list[Item] = field(default_factory=list)
     delivered_ids: set[str] = field(default_factory=set)
     delivered_digest: bytes | None = None  # of the last document whose items were delivered
 
     def health(self, now: float, now_at: datetime) -> dict[str, Any]:
-        """What an analyst sees of this feed; `now` on the source's clock, `now_at` in UTC."""
-        due_in = max(0.0, self.next_poll_at - now)  # -inf: never fetched yet, due now
-        return {
-            "url": self.url,
-            "last_fetch_at": self.fetched_at and utc_text(self.fetched_at),
-            "last_status": self.status,
-            "last_success_at": self.succeeded_at and utc_text(self.succeeded_at),
-            "error": self.error,
-            "error_streak": self.failures,
-            "next_due_at": utc_text(now_at + timedelta(seconds=due_in)),
-            "entries": self.entries,
-        }
-
-    def conditional_headers(self) -> dict[str, str]:
-        headers = {}
-        if self.etag:
-            headers["If-None-Match"] = self.etag
-        if self.last_modified:
-            headers["If-Modified-Since"] = self.last_modified
-        return headers
+        return {**super().health(now, now_at), "entries": self.entries}
 
 
 class RssSource:
@@ -200,35 +168,23 @@ class RssSource:
 
     def _poll(self, feed: _Feed, sink: SourceSink, now: float) -> None:
         """Fetch, parse and deliver one feed; any failure becomes the feed's error and a backoff."""
-        feed.fetched_at, feed.status = datetime.now(UTC), None
+        feed.began()
         try:
             self._fetch_and_deliver(feed, sink)
-        except HttpStatusError as error:
-            feed.status = error.status
-            asked = None
-            if error.status in _ASKS_TO_WAIT:
-                asked = due.retry_after(error.headers, datetime.now(UTC))
-            self._failed(feed, now, str(error), asked)
-            log.warning("feed failed url=%s reason=%s retry_after=%s", feed.url, error, asked)
         except (FetchError, FeedError) as error:
-            self._failed(feed, now, str(error))
-            log.warning("feed failed url=%s reason=%s", feed.url, error)
+            feed.failed(str(error), error)
+            log.warning("feed failed url=%s reason=%s retry_after=%s", feed.url, error, feed.asked)
         except Exception as error:  # hostile input may find a parser bug; it stays this feed's
-            self._failed(feed, now, f"unexpected {type(error).__name__}")
+            feed.failed(f"unexpected {type(error).__name__}")
             log.exception("feed failed url=%s reason=unexpected", feed.url)
         else:
-            feed.failures, feed.error, feed.succeeded_at = 0, None, feed.fetched_at
-            feed.next_poll_at = due.after_success(now, self._interval, feed.ttl, feed.lifetime)
-
-    def _failed(self, feed: _Feed, now: float, reason: str, asked: float | None = None) -> None:
-        feed.failures += 1
-        feed.error = reason
-        feed.next_poll_at = due.after_failure(now, self._interval, feed.failures, asked)
+            feed.succeeded()
+        feed.next_poll_at = feed.next_due_at(now, self._interval, feed.ttl)
 
     def _fetch_and_deliver(self, feed: _Feed, sink: SourceSink) -> None:
         result = self._fetcher.get(feed.url, feed.conditional_headers())
-        fetched_at, feed.status = datetime.now(UTC), result.status
-        feed.lifetime = due.lifetime(result.headers, fetched_at)
+        fetched_at = datetime.now(UTC)
+        feed.answered(result.status, result.headers, fetched_at)
         if result.status == 304:
             return
         digest = hashlib.blake2b(result.body, digest_size=16).digest()
@@ -236,10 +192,7 @@ class RssSource:
             if not self._parse_and_deliver(feed, result, fetched_at, sink):
                 return
             feed.delivered_digest = digest
-        # Validators are kept only once the items are delivered: a 304 must never hide
-        # items that a failed delivery did not pass on.
-        feed.etag = result.headers.get("ETag")
-        feed.last_modified = result.headers.get("Last-Modified")
+        feed.keep_validators(result.headers)
 
     def _parse_and_deliver(
         self, feed: _Feed, result: FetchResult, fetched_at: datetime, sink: SourceSink
