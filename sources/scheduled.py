@@ -31,6 +31,12 @@ class ScheduledEntries:
         """Not started, or stopped: nothing fetched now may be delivered."""
         return self._running is None
 
+    @property
+    def withdrawn(self) -> bool:
+        """Not (or no longer) on the node's scheduler, which a source is given to run on: what
+        it fetches now is delivered to no one. A source run by hand, without one, delivers."""
+        return self._scheduler is not None and self._running is None
+
     def start(self, entries: Mapping[Hashable, tuple[str, Job]]) -> None:
         """Schedule every entry (key -> host, job), due now; a second start is a no-op."""
         if self._running is not None:

@@ -9,29 +9,22 @@ sources.rss.parse's job.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import hashlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
 from sources.fetcher import FetchError, FetchResult, GuardedFetcher
-from sources.model import (
-    DEFAULT_PRIORITY,
-    PRIORITIES,
-    Item,
-    SourceSink,
-    SubscriberSpec,
-)
+from sources.model import Item, SourceSink, SubscriberSpec
 from sources.polled import PollState
 from sources.rss.parse import FeedError, parse_feed
+from sources.scheduled import ScheduledEntries
 from sources.scheduler import FetchScheduler, NextPoll
 from sources.urls import canonical_url
 
@@ -73,51 +66,32 @@ class RssSource:
         self._sink: SourceSink | None = None
         self._round_lock = threading.Lock()  # poll_due: one round at a time
         self._items_lock = threading.Lock()  # snapshot() runs on other threads
-        self._scheduler = scheduler  # the node's; None: the source runs one of its own
-        self._running: FetchScheduler | None = None  # where the feeds are scheduled, once started
-        self._weights: dict[int, int] = {}  # crawler id -> weight of its priority
+        self._entries = ScheduledEntries(scheduler, f"rss-source-{key}")
         self._reported: tuple[str | None, bool] | None = None  # the last error report, if any
 
     def start(self, sink: SourceSink) -> None:
         """Schedule every feed, due now, delivering to `sink` until stop()."""
-        if self._running is not None:
+        if not self._entries.stopped:
             return
         self._sink = sink
-        scheduler = self._scheduler
-        if scheduler is None:  # standalone (no node): a scheduler of one fetcher, for this source
-            scheduler = FetchScheduler(fetchers=1, name=f"rss-source-{self.key}")
-            scheduler.start()
-        self._running = scheduler
-        weight = self._weight()
-        for feed in self._feeds:
-            job = functools.partial(self._scheduled_poll, feed, sink)
-            scheduler.add(feed, urlsplit(feed.url).hostname or "", weight, job)
+        self._entries.start(
+            {
+                feed: (urlsplit(feed.url).hostname or "", partial(self._scheduled_poll, feed, sink))
+                for feed in self._feeds
+            }
+        )
 
     def stop(self) -> None:
         """Withdraw the feeds: none is fetched again. Does not wait: a fetch in flight ends by
         its own deadline, and delivers nothing."""
-        scheduler, self._running = self._running, None
-        if scheduler is None:
-            return
-        scheduler.remove(self._feeds)
-        if scheduler is not self._scheduler:
-            scheduler.stop()
+        self._entries.stop()
 
     def attach(self, spec: SubscriberSpec) -> None:
         """The feeds take the highest priority among the subscribers sharing them."""
-        self._weights[spec.crawler_id] = PRIORITIES.get(spec.priority, 0)
-        self._reweigh()
+        self._entries.attach(spec)
 
     def detach(self, crawler_id: int) -> None:
-        self._weights.pop(crawler_id, None)
-        self._reweigh()
-
-    def _weight(self) -> int:
-        return max(self._weights.values(), default=PRIORITIES[DEFAULT_PRIORITY])
-
-    def _reweigh(self) -> None:
-        if self._running is not None:
-            self._running.reweigh(self._feeds, self._weight())
+        self._entries.detach(crawler_id)
 
     def feeds(self) -> list[dict[str, Any]]:
         """Each feed's health: last fetch and status, last success, error streak, next due."""
@@ -149,11 +123,11 @@ class RssSource:
 
     def _scheduled_poll(self, feed: _Feed, sink: SourceSink, now: float) -> NextPoll:
         """The scheduler's job for one feed: poll it, report, say when it is next due."""
-        if self._running is None:  # stopped: no request, and the entry is gone already
+        if self._entries.stopped:  # no request, and the entry is gone already
             return NextPoll(now)
         self._poll(feed, sink, now)
         report = (self._errors(), self._failing())
-        if self._running is not None and report != self._reported:
+        if not self._entries.stopped and report != self._reported:
             # only a change is news: subscribers that join later are told by the pool
             self._reported = report
             sink.report_error(report[0], failing=report[1])
@@ -199,20 +173,16 @@ class RssSource:
     ) -> bool:
         """Parse a changed document and deliver its new items; False when the source was
         stopped meanwhile (its subscribers are gone, and nothing is delivered)."""
-        with self._parse_slot():
+        with self._entries.cpu_bound():
             known = {item.id: item for item in feed.items}
             items, feed.ttl = parse_feed(result.body, result.url, fetched_at, result.headers, known)
         feed.entries = len(items)
         with self._items_lock:
             feed.items = items
-        if self._scheduler is not None and self._running is None:
+        if self._entries.withdrawn:
             return False
         self._deliver_new(feed, items, sink)
         return True
-
-    def _parse_slot(self) -> AbstractContextManager[Any]:
-        running = self._running
-        return running.cpu_bound() if running is not None else contextlib.nullcontext()
 
     def _deliver_new(self, feed: _Feed, items: Sequence[Item], sink: SourceSink) -> None:
         new = [item for item in items if item.id not in feed.delivered_ids]
