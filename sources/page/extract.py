@@ -43,9 +43,9 @@ def compiled(path: str, selector: str) -> lxml.etree.XPath:
 
 def _css_as_xpath(path: str) -> str:
     tail = _CSS_TAIL.search(path)
-    selector = path[: tail.start()] if tail else path
-    try:
-        xpath = HTMLTranslator().css_to_xpath(selector)
+    selector = path[: tail.start()].strip() if tail else path
+    try:  # `::attr(name)` alone is the item's own attribute
+        xpath = HTMLTranslator().css_to_xpath(selector) if selector or not tail else "self::*"
     except SelectorError as error:
         raise PathError(f"not a valid CSS selector ({error})") from None
     if tail is None:

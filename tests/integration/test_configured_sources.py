@@ -74,6 +74,9 @@ def test_page_and_json_crawlers_store_every_item_of_their_listing(
     assert sorted(item["id"] for item in api_items) == [f"post-{n}" for n in range(1, 6)]
     assert {item["url"] for item in api_items} == {item["url"] for item in page_items}
     assert c.get(token, page["id"])["state"] == "running"
+    health = c.feed_health(token, page["id"])
+    assert health is not None and health[0]["url"] == site.url("/news/1.html")
+    assert health[0]["error"] is None and health[0]["last_status"] in (200, 304)
 
 
 def test_equal_configurations_share_one_data_source_whatever_their_keywords(

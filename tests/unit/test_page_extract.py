@@ -85,6 +85,12 @@ def test_the_id_field_names_items_when_configured() -> None:
     assert [item.id for item in extracted(query).items] == ["p1", "p2"]
 
 
+def test_a_css_attribute_alone_is_the_items_own() -> None:
+    query = {**CSS_QUERY, "fields": {**CSS_QUERY["fields"], "id": "::attr(data-id)"}}
+
+    assert [item.id for item in extracted(query).items] == ["p1", "p2"]
+
+
 def test_broken_markup_is_read_as_a_browser_would() -> None:
     broken = b"""<div><li class="post"><a class="title" href="/a">Unclosed <b>bold
         <li class="post"><a class="title" href="/b">Second</a></p></div></span>
