@@ -173,7 +173,10 @@ class PagedSource:
         self._first.succeeded()
 
     def _failed(self, reason: str, error: Exception) -> None:
+        """The walk ends here; what it delivered stays known, so the next one skips it."""
         with self._items_lock:
+            if self._walk is not None:
+                self._items = {**self._items, **self._walk.items}
             self._walk = None
         self._first.failed(reason, error)
         if isinstance(error, FetchError | PageError):

@@ -21,7 +21,6 @@ from sources.records import Page, absolute_url, item_from_record
 
 SOURCE = "page"
 _CSS_TAIL = re.compile(r"::(?:attr\(\s*([\w:-]+)\s*\)|(text))\s*\Z")
-_SAMPLE = lxml.html.fromstring("<p>sample</p>")  # paths are tried on it, to find bad functions
 
 
 class PathError(ValueError):
@@ -33,7 +32,7 @@ def compiled(path: str, selector: str) -> lxml.etree.XPath:
     text = _css_as_xpath(path) if selector == "css" else path
     try:
         xpath = lxml.etree.XPath(text, smart_strings=False)
-        xpath(_SAMPLE)
+        xpath(lxml.html.fromstring("<p>sample</p>"))  # finds unknown functions and prefixes
     except lxml.etree.XPathSyntaxError as error:
         raise PathError(f"not a valid XPath ({error})") from None
     except lxml.etree.XPathEvalError as error:  # an unknown function or namespace prefix
@@ -110,8 +109,9 @@ def extract_page(paths: PagePaths, body: bytes, url: str, fetched_at: datetime) 
     root = document(body, url)
     if root is None:
         return Page([], None)
+    found = paths.items(root)
     items = []
-    for node in paths.items(root):
+    for node in found if isinstance(found, list) else []:  # a count() or string() finds none
         if not isinstance(node, lxml.etree._Element):
             continue  # an item path that matched text or an attribute finds no item
         record = {name: _value(path, node, name) for name, path in paths.fields.items()}

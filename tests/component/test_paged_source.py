@@ -176,6 +176,25 @@ def test_a_failing_listing_reports_its_error_and_backs_off(site: ListingSite) ->
     assert source.feeds()[0]["error_streak"] == 1
 
 
+def test_a_walk_that_fails_midway_resumes_without_delivering_anything_twice(
+    site: ListingSite,
+) -> None:
+    recorder = SinkRecorder()
+    source: Any = opened(page, {**PAGE_QUERY, "url": site.url("/news/1.html")})
+    source.start(recorder)
+    site.fail("/news/2.html")
+    outcomes = walk(source)
+    site.fail("/news/2.html", failing=False)
+
+    walk(source, outcomes[-1].due_at)
+
+    assert outcomes[-1] == NextPoll(NOW + 2 * INTERVAL, retry=True)
+    assert titles(recorder) == [["Five", "Four"], ["Three", "Two"], ["One"]]
+    page_two = site.url("/news/2.html")
+    assert recorder.errors == [f"{site.url('/news/1.html')}: {page_two}: HTTP 500", None]
+    assert recorder.failing == [True, False]
+
+
 def test_an_oversized_page_is_refused_by_the_fetchers_cap(site: ListingSite) -> None:
     recorder = SinkRecorder()
     source: Any = opened(page, {**PAGE_QUERY, "url": site.url("/news/1.html")}, max_bytes=100)

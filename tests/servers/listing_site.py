@@ -7,7 +7,9 @@ first, two a page, is served as:
   one linking back to the first (a loop); the second page's markup is broken; posts may
   lack an author or a date;
 - `/api/cursor[?after=C]`: JSON pages chained by an opaque cursor;
-- `/api/pages?page=N`: JSON pages by number, empty past the last.
+- `/api/pages?page=N`: JSON pages by number, empty past the last;
+
+and any of them fails with a 500 when a test says so.
 
 The first page of each (the HTML first page, the cursor API without a cursor, page 1) has an
 ETag and answers a matching If-None-Match with 304. Use it as a context manager (it runs in
@@ -100,7 +102,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self, path: str, params: dict[str, str]) -> None:
         posts = self.server.posts()
-        if path.startswith("/news/") and path.removeprefix("/news/") in self.server.pages:
+        if path in self.server.failing:
+            self._reply(500, b"internal error", {})
+        elif path.startswith("/news/") and path.removeprefix("/news/") in self.server.pages:
             number = int(path.removeprefix("/news/").removesuffix(".html"))
             self._send(html_page(posts, number), "text/html; charset=utf-8", number == 1)
         elif path == "/api/cursor":
@@ -143,6 +147,7 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.pages = {f"{n}.html" for n in range(1, HTML_PAGES + 1)}
         self._posts = posts
+        self.failing: set[str] = set()  # paths answered with a 500
         self._seen: list[Seen] = []
         self._lock = threading.Lock()
 
@@ -202,6 +207,13 @@ class ListingSite:
     def publish(self, post: Post) -> None:
         """A new post, first on every listing: the first pages change, and their ETags."""
         self._server.publish(post)
+
+    def fail(self, path: str, failing: bool = True) -> None:
+        """Answer `path` (without its query string) with a 500, or no longer."""
+        if failing:
+            self._server.failing.add(path)
+        else:
+            self._server.failing.discard(path)
 
     def requests_to(self, path: str) -> list[Seen]:
         """The requests received for `path` (with its query string, if any), oldest first."""

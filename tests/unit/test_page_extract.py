@@ -122,8 +122,9 @@ def test_relative_urls_resolve_against_the_page_it_was_fetched_from() -> None:
     assert page.next_url == "http://other.example/deep/path/index.html?page=2"
 
 
-def test_an_item_path_that_matches_text_finds_no_items() -> None:
-    assert list(extracted({**XPATH_QUERY, "items": "//li/@class"}).items) == []
+@pytest.mark.parametrize("path", ["//li/@class", "count(//li)", "string(//li)", "//li = 1"])
+def test_an_item_path_that_matches_no_element_finds_no_items(path: str) -> None:
+    assert list(extracted({**XPATH_QUERY, "items": path}).items) == []
 
 
 @pytest.mark.parametrize(
