@@ -100,8 +100,10 @@ class PagedSource:
             return list({**self._items, **under_way}.values())
 
     def feeds(self) -> list[dict[str, Any]]:
-        """The listing's health, as a feed's: its first page's last fetch, errors, next due."""
-        return [self._first.health(self._clock(), datetime.now(UTC))]
+        """The listing's health, as a feed's: its first page's last fetch, errors, next due,
+        and as `entries` the items its last whole walk found."""
+        health = self._first.health(self._clock(), datetime.now(UTC))
+        return [{**health, "entries": len(self._items)}]
 
     def run(self, now: float) -> NextPoll:
         """The scheduler's job: read the next page of the walk (or start one); say when the
@@ -122,7 +124,8 @@ class PagedSource:
             self._failed(f"{page}unexpected {type(error).__name__}", error)
         self._report(sink)
         if self._walk is not None:  # the delay runs from this page's start, as a crawl-delay
-            return NextPoll(now + self._delay)
+            self._first.next_poll_at = now + self._delay
+            return NextPoll(self._first.next_poll_at)
         self._first.next_poll_at = self._next_due_at(now)
         return NextPoll(self._first.next_poll_at, retry=self._first.failures > 0)
 

@@ -98,6 +98,7 @@ def test_a_walk_follows_next_links_and_stops_where_the_listing_loops_back(
     assert recorder.batches[1][0].text == "Post number 3"  # from the broken page
     assert recorder.errors == []  # no error, so none reported
     assert len(source.snapshot()) == 5
+    assert source.feeds()[0]["entries"] == 5
 
 
 def test_the_page_limit_bounds_a_walk(site: ListingSite) -> None:
