@@ -104,11 +104,21 @@ def document(body: bytes, url: str) -> Any | None:
         return None
 
 
+def _base_url(root: Any, url: str) -> str:
+    """What the page's links are relative to: its `<base href>`, as browsers read it, else
+    the URL it was fetched from."""
+    base = root.find(".//base[@href]")
+    if base is None:
+        return url
+    return absolute_url(base.get("href"), url) or url
+
+
 def extract_page(paths: PagePaths, body: bytes, url: str, fetched_at: datetime) -> Page:
     """The items of one HTML page, in page order, and the next page's URL (absolute)."""
     root = document(body, url)
     if root is None:
         return Page([], None)
+    url = _base_url(root, url)
     found = paths.items(root)
     items = []
     for node in found if isinstance(found, list) else []:  # a count() or string() finds none

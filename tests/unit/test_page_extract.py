@@ -122,6 +122,15 @@ def test_relative_urls_resolve_against_the_page_it_was_fetched_from() -> None:
     assert page.next_url == "http://other.example/deep/path/index.html?page=2"
 
 
+def test_a_base_element_is_what_links_are_relative_to() -> None:
+    based = LISTING.replace(b"<title>", b'<base href="https://cdn.example/archive/"><title>')
+
+    page = extracted(XPATH_QUERY, based)
+
+    assert page.items[1].url == "https://cdn.example/archive/2.html"
+    assert page.next_url == "https://cdn.example/archive/?page=2"
+
+
 @pytest.mark.parametrize("path", ["//li/@class", "count(//li)", "string(//li)", "//li = 1"])
 def test_an_item_path_that_matches_no_element_finds_no_items(path: str) -> None:
     assert list(extracted({**XPATH_QUERY, "items": path}).items) == []
