@@ -4,7 +4,7 @@ Shared by the configured source types (sources.page for HTML, sources.jsonapi fo
 which give it the first page's URL and how to read a page (sources.records.Page). The
 listing is one entry of the node's fetch scheduler, polled like a feed: a walk starts with a
 conditional GET of the first page (304, or the same bytes as the last whole walk: nothing
-new), then reads one page per scheduler run, `delay` seconds apart, so a walk never holds a
+new), then reads one page per scheduler run, `page_interval` seconds apart, so a walk never holds a
 fetcher while it waits. It ends at the last page, at `page_limit` pages, or at a next link
 back to a page read this walk. A failed page ends the walk with a backoff (sources.polled).
 """
@@ -57,7 +57,7 @@ class PagedSource:
         fetcher: GuardedFetcher,
         interval: float,
         page_limit: int,
-        delay: float,
+        page_interval: float,
         scheduler: FetchScheduler | None = None,
         clock: Callable[[], float] = time.monotonic,  # the scheduler's clock
     ) -> None:
@@ -67,7 +67,7 @@ class PagedSource:
         self._fetcher = fetcher
         self._interval = interval
         self._page_limit = page_limit
-        self._delay = delay
+        self._page_interval = page_interval
         self._clock = clock
         self._entries = ScheduledEntries(scheduler, f"paged-source-{key}")
         self._sink: SourceSink | None = None
@@ -107,7 +107,7 @@ class PagedSource:
 
     def run(self, now: float) -> NextPoll:
         """The scheduler's job: read the next page of the walk (or start one); say when the
-        listing is next due: after the politeness delay mid-walk, else at its next poll."""
+        listing is next due: after the page interval mid-walk, else at its next poll."""
         sink = self._sink
         if sink is None or self._entries.stopped:  # stopped: no request, the entry is gone
             return NextPoll(now)
@@ -123,8 +123,8 @@ class PagedSource:
         except Exception as error:  # hostile input may find an extractor bug; it stays here
             self._failed(f"{page}unexpected {type(error).__name__}", error)
         self._report(sink)
-        if self._walk is not None:  # the delay runs from this page's start, as a crawl-delay
-            self._first.next_poll_at = now + self._delay
+        if self._walk is not None:  # from this page's start, as a crawl-delay
+            self._first.next_poll_at = now + self._page_interval
             return NextPoll(self._first.next_poll_at)
         self._first.next_poll_at = self._next_due_at(now)
         return NextPoll(self._first.next_poll_at, retry=self._first.failures > 0)

@@ -16,8 +16,8 @@ from sources.urls import canonical_url, fetchable
 
 DEFAULT_PAGE_LIMIT = 3
 MAX_PAGE_LIMIT = 20  # pages one poll reads at most
-DEFAULT_DELAY = 1.0  # seconds between two pages of one poll
-MAX_DELAY = 60.0
+DEFAULT_PAGE_INTERVAL = 1.0  # seconds between two pages of one poll (politeness)
+MAX_PAGE_INTERVAL = 60.0
 MAX_PATH_CHARS = 1000
 
 
@@ -32,8 +32,10 @@ class PagedQuery(Schema):
         load_default=DEFAULT_PAGE_LIMIT,
         validate=validate.Range(min=1, max=MAX_PAGE_LIMIT),
     )
-    delay = fields.Float(
-        load_default=DEFAULT_DELAY, allow_nan=False, validate=validate.Range(min=0, max=MAX_DELAY)
+    page_interval = fields.Float(
+        load_default=DEFAULT_PAGE_INTERVAL,
+        allow_nan=False,
+        validate=validate.Range(min=0, max=MAX_PAGE_INTERVAL),
     )
     keywords = fields.List(
         fields.String(validate=validate.Length(min=1, max=200)),

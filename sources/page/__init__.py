@@ -22,7 +22,7 @@ def _open(key: str, spec: SubscriberSpec, context: SourceContext) -> DataSource:
         context.fetcher,
         context.feed_interval,
         page_limit=query["page_limit"],
-        delay=query["delay"],
+        page_interval=query["page_interval"],
         scheduler=context.scheduler,
     )
 

@@ -18,7 +18,7 @@ from tests.servers.listing_site import ListingSite, Post
 from tests.support import SinkRecorder, wait_until
 
 INTERVAL = 60.0
-DELAY = 2.0
+PAGE_INTERVAL = 2.0
 NOW = 1000.0
 
 PAGE_QUERY = {
@@ -32,7 +32,7 @@ PAGE_QUERY = {
     },
     "next": "//a[@rel='next']/@href",
     "page_limit": 5,
-    "delay": DELAY,
+    "page_interval": PAGE_INTERVAL,
 }
 JSON_FIELDS = {"id": "$.id", "title": "$.title", "url": "$.links.html", "author": "$.user.name"}
 CURSOR_QUERY = {
@@ -40,7 +40,7 @@ CURSOR_QUERY = {
     "fields": JSON_FIELDS,
     "pagination": {"by": "cursor", "param": "after", "cursor": "$.next"},
     "page_limit": 5,
-    "delay": DELAY,
+    "page_interval": PAGE_INTERVAL,
 }
 PAGES_QUERY = {**CURSOR_QUERY, "pagination": {"by": "page", "param": "page", "start": 1}}
 
@@ -67,9 +67,9 @@ def opened(
 
 
 def walk(source: Any, now: float = NOW) -> list[NextPoll]:
-    """Run the source's job until the poll ends (its next due is no politeness delay away)."""
+    """Run the source's job until the poll ends (its next due is no page interval away)."""
     outcomes = [source.run(now)]
-    while outcomes[-1].due_at <= now + 2 * DELAY and len(outcomes) < 50:
+    while outcomes[-1].due_at <= now + 2 * PAGE_INTERVAL and len(outcomes) < 50:
         outcomes.append(source.run(now))
     return outcomes
 
@@ -89,7 +89,10 @@ def test_a_walk_follows_next_links_and_stops_where_the_listing_loops_back(
 
     assert titles(recorder) == [["Five", "Four"], ["Three", "Two"], ["One"]]
     assert [len(site.requests_to(f"/news/{n}.html")) for n in (1, 2, 3)] == [1, 1, 1]
-    assert [o.due_at - NOW >= DELAY for o in outcomes[:2]] == [True, True]  # polite, mid-walk
+    assert [o.due_at - NOW >= PAGE_INTERVAL for o in outcomes[:2]] == [
+        True,
+        True,
+    ]  # polite, mid-walk
     assert outcomes[-1] == NextPoll(NOW + INTERVAL, retry=False)
     five = recorder.batches[0][0]
     assert five.url == site.url("/news/posts/5.html") and five.id == five.url
@@ -223,7 +226,9 @@ def test_on_a_running_scheduler_the_whole_listing_is_delivered(site: ListingSite
     scheduler = FetchScheduler(fetchers=2, name="test-paged")
     scheduler.start()
     recorder = SinkRecorder()
-    source = opened(page, {**PAGE_QUERY, "url": site.url("/news/1.html"), "delay": 0.05}, scheduler)
+    source = opened(
+        page, {**PAGE_QUERY, "url": site.url("/news/1.html"), "page_interval": 0.05}, scheduler
+    )
     try:
         source.start(recorder)
         wait_until(lambda: len(recorder.batches) == 3, timeout=10, what="three pages delivered")

@@ -31,7 +31,7 @@ def page_query(site: ListingSite, **changes: Any) -> dict[str, Any]:
         "items": "//div[@class='post']",
         "fields": FIELDS,
         "next": "//a[@rel='next']/@href",
-        "delay": 0,
+        "page_interval": 0,
     }
     return {**query, **changes}
 
@@ -42,7 +42,7 @@ def json_query(site: ListingSite, **changes: Any) -> dict[str, Any]:
         "items": "$.data[*]",
         "fields": {"id": "$.id", "title": "$.title", "url": "$.links.html"},
         "pagination": {"by": "cursor", "param": "after", "cursor": "$.next"},
-        "delay": 0,
+        "page_interval": 0,
     }
     return {**query, **changes}
 
