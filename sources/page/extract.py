@@ -29,14 +29,15 @@ class PathError(ValueError):
 
 def compiled(path: str, selector: str) -> lxml.etree.XPath:
     """The path as an XPath, tried once; `selector` is "xpath" or "css"."""
+    kind = "CSS selector" if selector == "css" else "XPath"
     text = _css_as_xpath(path) if selector == "css" else path
     try:
         xpath = lxml.etree.XPath(text, smart_strings=False)
         xpath(lxml.html.fromstring("<p>sample</p>"))  # finds unknown functions and prefixes
-    except lxml.etree.XPathSyntaxError as error:
-        raise PathError(f"not a valid XPath ({error})") from None
     except lxml.etree.XPathEvalError as error:  # an unknown function or namespace prefix
-        raise PathError(f"not a usable XPath ({error})") from None
+        raise PathError(f"not a usable {kind} ({error})") from None
+    except (lxml.etree.XPathError, ValueError) as error:  # a NUL or a lone surrogate, too
+        raise PathError(f"not a valid {kind} ({error})") from None
     return xpath
 
 
@@ -45,7 +46,7 @@ def _css_as_xpath(path: str) -> str:
     selector = path[: tail.start()].strip() if tail else path
     try:  # `::attr(name)` alone is the item's own attribute
         xpath = HTMLTranslator().css_to_xpath(selector) if selector or not tail else "self::*"
-    except SelectorError as error:
+    except (SelectorError, ValueError) as error:  # an escape of no character, too
         raise PathError(f"not a valid CSS selector ({error})") from None
     if tail is None:
         return xpath

@@ -144,6 +144,9 @@ def test_an_item_path_that_matches_no_element_finds_no_items(path: str) -> None:
         ("nosuch()", "xpath", "not a usable XPath"),
         ("li[", "css", "not a valid CSS selector"),
         ("//li", "css", "not a valid CSS selector"),
+        ("//li\x00", "xpath", "not a valid XPath"),
+        ("//li[@a='\ud800']", "xpath", "not a valid XPath"),
+        ("li\\C\\/", "css", "not a valid CSS selector"),
     ],
 )
 def test_a_bad_path_is_refused_with_its_reason(path: str, selector: str, reason: str) -> None:
