@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from marshmallow import Schema
 
-from sources import datasift, rss, twitter
+from sources import datasift, jsonapi, page, rss, twitter
 from sources.model import DataSource, SubscriberSpec
 from sources.source_type import SourceContext, SourceType
 
@@ -14,6 +14,8 @@ SOURCE_TYPES: dict[str, SourceType] = {
     "rss": rss.SOURCE_TYPE,
     "twitter": twitter.SOURCE_TYPE,
     "datasift": datasift.SOURCE_TYPE,
+    "page": page.SOURCE_TYPE,
+    "json": jsonapi.SOURCE_TYPE,
 }
 
 

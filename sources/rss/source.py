@@ -2,86 +2,47 @@
 
 Each feed is one entry of the node's fetch scheduler (sources.scheduler), added on start and
 withdrawn on stop; the source keeps what it knows of each feed between polls and decides,
-with sources.due, when it is next due. Keywords are not its business: each subscriber
+with sources.polled, when it is next due. Keywords are not its business: each subscriber
 filters what the shared source delivers. Turning a fetched document into items is
 sources.rss.parse's job.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import hashlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
-from sources import due
-from sources.fetcher import FetchError, FetchResult, GuardedFetcher, HttpStatusError
-from sources.model import (
-    DEFAULT_PRIORITY,
-    PRIORITIES,
-    Item,
-    SourceSink,
-    SubscriberSpec,
-    utc_text,
-)
+from sources.fetcher import FetchError, FetchResult, GuardedFetcher
+from sources.model import Item, SourceSink, SubscriberSpec
+from sources.polled import PollState
 from sources.rss.parse import FeedError, parse_feed
+from sources.scheduled import ScheduledEntries
 from sources.scheduler import FetchScheduler, NextPoll
 from sources.urls import canonical_url
 
 log = logging.getLogger(__name__)
 
-_ASKS_TO_WAIT = (429, 503)  # statuses whose Retry-After is honoured
-
 
 @dataclass(eq=False)  # compared by identity: each feed of each source is its own schedule entry
-class _Feed:
+class _Feed(PollState):
     """What the source remembers about one feed between polls."""
 
-    url: str
-    next_poll_at: float = float("-inf")
-    failures: int = 0  # the error streak
-    error: str | None = None
-    fetched_at: datetime | None = None  # when it was last fetched (or tried)
-    status: int | None = None  # the last HTTP status; None when no answer came
-    succeeded_at: datetime | None = None
     entries: int | None = None  # entries in the last document parsed
-    etag: str | None = None
-    last_modified: str | None = None
     ttl: float | None = None
-    lifetime: float | None = None  # the server's max-age or Expires on its last answer
     items: list[Item] = field(default_factory=list)
     delivered_ids: set[str] = field(default_factory=set)
     delivered_digest: bytes | None = None  # of the last document whose items were delivered
 
     def health(self, now: float, now_at: datetime) -> dict[str, Any]:
-        """What an analyst sees of this feed; `now` on the source's clock, `now_at` in UTC."""
-        due_in = max(0.0, self.next_poll_at - now)  # -inf: never fetched yet, due now
-        return {
-            "url": self.url,
-            "last_fetch_at": self.fetched_at and utc_text(self.fetched_at),
-            "last_status": self.status,
-            "last_success_at": self.succeeded_at and utc_text(self.succeeded_at),
-            "error": self.error,
-            "error_streak": self.failures,
-            "next_due_at": utc_text(now_at + timedelta(seconds=due_in)),
-            "entries": self.entries,
-        }
-
-    def conditional_headers(self) -> dict[str, str]:
-        headers = {}
-        if self.etag:
-            headers["If-None-Match"] = self.etag
-        if self.last_modified:
-            headers["If-Modified-Since"] = self.last_modified
-        return headers
+        return {**super().health(now, now_at), "entries": self.entries}
 
 
 class RssSource:
@@ -105,51 +66,32 @@ class RssSource:
         self._sink: SourceSink | None = None
         self._round_lock = threading.Lock()  # poll_due: one round at a time
         self._items_lock = threading.Lock()  # snapshot() runs on other threads
-        self._scheduler = scheduler  # the node's; None: the source runs one of its own
-        self._running: FetchScheduler | None = None  # where the feeds are scheduled, once started
-        self._weights: dict[int, int] = {}  # crawler id -> weight of its priority
+        self._entries = ScheduledEntries(scheduler, f"rss-source-{key}")
         self._reported: tuple[str | None, bool] | None = None  # the last error report, if any
 
     def start(self, sink: SourceSink) -> None:
         """Schedule every feed, due now, delivering to `sink` until stop()."""
-        if self._running is not None:
+        if not self._entries.stopped:
             return
         self._sink = sink
-        scheduler = self._scheduler
-        if scheduler is None:  # standalone (no node): a scheduler of one fetcher, for this source
-            scheduler = FetchScheduler(fetchers=1, name=f"rss-source-{self.key}")
-            scheduler.start()
-        self._running = scheduler
-        weight = self._weight()
-        for feed in self._feeds:
-            job = functools.partial(self._scheduled_poll, feed, sink)
-            scheduler.add(feed, urlsplit(feed.url).hostname or "", weight, job)
+        self._entries.start(
+            {
+                feed: (urlsplit(feed.url).hostname or "", partial(self._scheduled_poll, feed, sink))
+                for feed in self._feeds
+            }
+        )
 
     def stop(self) -> None:
         """Withdraw the feeds: none is fetched again. Does not wait: a fetch in flight ends by
         its own deadline, and delivers nothing."""
-        scheduler, self._running = self._running, None
-        if scheduler is None:
-            return
-        scheduler.remove(self._feeds)
-        if scheduler is not self._scheduler:
-            scheduler.stop()
+        self._entries.stop()
 
     def attach(self, spec: SubscriberSpec) -> None:
         """The feeds take the highest priority among the subscribers sharing them."""
-        self._weights[spec.crawler_id] = PRIORITIES.get(spec.priority, 0)
-        self._reweigh()
+        self._entries.attach(spec)
 
     def detach(self, crawler_id: int) -> None:
-        self._weights.pop(crawler_id, None)
-        self._reweigh()
-
-    def _weight(self) -> int:
-        return max(self._weights.values(), default=PRIORITIES[DEFAULT_PRIORITY])
-
-    def _reweigh(self) -> None:
-        if self._running is not None:
-            self._running.reweigh(self._feeds, self._weight())
+        self._entries.detach(crawler_id)
 
     def feeds(self) -> list[dict[str, Any]]:
         """Each feed's health: last fetch and status, last success, error streak, next due."""
@@ -181,11 +123,11 @@ class RssSource:
 
     def _scheduled_poll(self, feed: _Feed, sink: SourceSink, now: float) -> NextPoll:
         """The scheduler's job for one feed: poll it, report, say when it is next due."""
-        if self._running is None:  # stopped: no request, and the entry is gone already
+        if self._entries.stopped:  # no request, and the entry is gone already
             return NextPoll(now)
         self._poll(feed, sink, now)
         report = (self._errors(), self._failing())
-        if self._running is not None and report != self._reported:
+        if not self._entries.stopped and report != self._reported:
             # only a change is news: subscribers that join later are told by the pool
             self._reported = report
             sink.report_error(report[0], failing=report[1])
@@ -200,35 +142,23 @@ class RssSource:
 
     def _poll(self, feed: _Feed, sink: SourceSink, now: float) -> None:
         """Fetch, parse and deliver one feed; any failure becomes the feed's error and a backoff."""
-        feed.fetched_at, feed.status = datetime.now(UTC), None
+        feed.began()
         try:
             self._fetch_and_deliver(feed, sink)
-        except HttpStatusError as error:
-            feed.status = error.status
-            asked = None
-            if error.status in _ASKS_TO_WAIT:
-                asked = due.retry_after(error.headers, datetime.now(UTC))
-            self._failed(feed, now, str(error), asked)
-            log.warning("feed failed url=%s reason=%s retry_after=%s", feed.url, error, asked)
         except (FetchError, FeedError) as error:
-            self._failed(feed, now, str(error))
-            log.warning("feed failed url=%s reason=%s", feed.url, error)
+            feed.failed(str(error), error)
+            log.warning("feed failed url=%s reason=%s retry_after=%s", feed.url, error, feed.asked)
         except Exception as error:  # hostile input may find a parser bug; it stays this feed's
-            self._failed(feed, now, f"unexpected {type(error).__name__}")
+            feed.failed(f"unexpected {type(error).__name__}")
             log.exception("feed failed url=%s reason=unexpected", feed.url)
         else:
-            feed.failures, feed.error, feed.succeeded_at = 0, None, feed.fetched_at
-            feed.next_poll_at = due.after_success(now, self._interval, feed.ttl, feed.lifetime)
-
-    def _failed(self, feed: _Feed, now: float, reason: str, asked: float | None = None) -> None:
-        feed.failures += 1
-        feed.error = reason
-        feed.next_poll_at = due.after_failure(now, self._interval, feed.failures, asked)
+            feed.succeeded()
+        feed.next_poll_at = feed.next_due_at(now, self._interval, feed.ttl)
 
     def _fetch_and_deliver(self, feed: _Feed, sink: SourceSink) -> None:
         result = self._fetcher.get(feed.url, feed.conditional_headers())
-        fetched_at, feed.status = datetime.now(UTC), result.status
-        feed.lifetime = due.lifetime(result.headers, fetched_at)
+        fetched_at = datetime.now(UTC)
+        feed.answered(result.status, result.headers, fetched_at)
         if result.status == 304:
             return
         digest = hashlib.blake2b(result.body, digest_size=16).digest()
@@ -236,30 +166,23 @@ class RssSource:
             if not self._parse_and_deliver(feed, result, fetched_at, sink):
                 return
             feed.delivered_digest = digest
-        # Validators are kept only once the items are delivered: a 304 must never hide
-        # items that a failed delivery did not pass on.
-        feed.etag = result.headers.get("ETag")
-        feed.last_modified = result.headers.get("Last-Modified")
+        feed.keep_validators(result.headers)
 
     def _parse_and_deliver(
         self, feed: _Feed, result: FetchResult, fetched_at: datetime, sink: SourceSink
     ) -> bool:
         """Parse a changed document and deliver its new items; False when the source was
         stopped meanwhile (its subscribers are gone, and nothing is delivered)."""
-        with self._parse_slot():
+        with self._entries.cpu_bound():
             known = {item.id: item for item in feed.items}
             items, feed.ttl = parse_feed(result.body, result.url, fetched_at, result.headers, known)
         feed.entries = len(items)
         with self._items_lock:
             feed.items = items
-        if self._scheduler is not None and self._running is None:
+        if self._entries.withdrawn:
             return False
         self._deliver_new(feed, items, sink)
         return True
-
-    def _parse_slot(self) -> AbstractContextManager[Any]:
-        running = self._running
-        return running.cpu_bound() if running is not None else contextlib.nullcontext()
 
     def _deliver_new(self, feed: _Feed, items: Sequence[Item], sink: SourceSink) -> None:
         new = [item for item in items if item.id not in feed.delivered_ids]

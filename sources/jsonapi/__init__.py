@@ -1,0 +1,31 @@
+"""JSON APIs (seed 001's configured JSON reader): items and fields found by JSONPath, pages
+followed by cursor or by page number."""
+
+from __future__ import annotations
+
+import functools
+
+from sources.jsonapi.extract import JsonPaths, extract_json
+from sources.jsonapi.query import JsonQuery
+from sources.model import DataSource, SubscriberSpec
+from sources.paged import PagedSource
+from sources.paged_query import paged_fetch_target
+from sources.source_type import SourceContext, SourceType
+
+
+def _open(key: str, spec: SubscriberSpec, context: SourceContext) -> DataSource:
+    query = spec.query
+    paths = JsonPaths.of(query)
+    return PagedSource(
+        key,
+        paths.first_url(query["url"]),
+        functools.partial(extract_json, paths),
+        context.fetcher,
+        context.feed_interval,
+        page_limit=query["page_limit"],
+        page_interval=query["page_interval"],
+        scheduler=context.scheduler,
+    )
+
+
+SOURCE_TYPE = SourceType(query_schema=JsonQuery, fetch_target=paged_fetch_target, open=_open)
