@@ -36,12 +36,12 @@ class _Filter:
         self.capacity = max(capacity, MIN_CAPACITY, 2 * len(ids))
         self.bloom = Bloom(self.capacity, FALSE_POSITIVES)
         self.bloom.update(ids)
-        self.added = len(ids)
 
-    def add(self, item_id: str) -> None:
-        if item_id not in self.bloom:
-            self.bloom.add(item_id)
-            self.added += 1
+    @property
+    def full(self) -> bool:
+        """Past its capacity, by the filter's own estimate of the ids in it (an id added
+        twice counts once)."""
+        return self.bloom.approx_items > self.capacity
 
 
 class SeenSet:
@@ -84,8 +84,8 @@ class SeenSet:
             if version in self._dropped:
                 continue
             kept = self._filters.get(version) or self._new_segment(version)
-            kept.add(item_id)
-            if kept.added > kept.capacity:
+            kept.bloom.add(item_id)
+            if kept.full:
                 self._filters[version] = self._reloaded(version, 2 * kept.capacity)
 
     def _maybe(self, item_id: str) -> bool:
