@@ -230,16 +230,18 @@ class Subscriber:
         self._cond.notify_all()
 
     def _write(self, batch: list[Item]) -> list[Item]:
-        """One store write; with a seen-set, the ids it vouches are new skip the store's read,
-        and every id of the batch is known stored once the store answered."""
+        """One store write; with a seen-set, the ids it vouches are new skip the store's read.
+        Every id of the batch goes into the filter, even when the write fails part way: an id
+        in it only makes its next write ask the store, which is always safe."""
         if self.seen is None:
             return self._sink.add(batch, self._ttl, self._id_ttl)
         ids = [item.id for item in batch]
         crawler_id = self.spec.crawler_id
         unseen = {(crawler_id, item_id) for item_id in self.seen.unseen(ids)}
-        stored = self._sink.add(batch, self._ttl, self._id_ttl, unseen)
-        self.seen.stored(ids)
-        return stored
+        try:
+            return self._sink.add(batch, self._ttl, self._id_ttl, unseen)
+        finally:
+            self.seen.stored(ids)
 
     def _drop_beyond_buffer(self) -> None:
         """A crawler waiting for a bigger lease keeps only its newest items (the store is fine)."""
