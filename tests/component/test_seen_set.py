@@ -67,17 +67,21 @@ def stored_ids(store: Store, crawler_id: int) -> list[str]:
 
 
 def test_new_ids_skip_the_read_once_trusted_and_nothing_is_stored_twice(
-    store: Store, crawler_ids: tuple[int, ...]
+    store: Store,
+    store_url: str,  # noqa: F811
+    crawler_ids: tuple[int, ...],
 ) -> None:
     one = crawler_ids[0]
-    store.add([make_item("a", one), make_item("b", one)])  # the node before the handover
+    before = open_store(store_url)  # the node before the handover: a writer of its own
+    before.add([make_item("a", one), make_item("b", one)])
     clocks = Clocks()
     taken = subscriber(store, one, clocks)
     assert taken.seen is not None
     taken.offer(entries("a", "c"))
     assert (taken.seen.trusted, taken.seen.vouched, taken.seen.asked) == (False, 0, 2)
 
-    store.add([make_item("d", one)])  # the previous node's last write, after the attach
+    before.add([make_item("d", one)])  # its last write, after the attach
+    before.close()
     clocks.now = SETTLE
     taken.offer(entries("b", "d", "e", "f"))  # loaded now: d is known, e and f are not
     assert (taken.seen.trusted, taken.seen.vouched, taken.seen.asked) == (True, 2, 4)
