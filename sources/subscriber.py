@@ -1,10 +1,12 @@
 """A subscriber: one crawler running on a node, taking items from its shared data source.
 
-With time segments (sources.segments), each item it takes is the version of the segment it
-is taken in. It filters by its own keywords and stores at most up to its ceiling — the lower of the
+It filters by its own keywords and stores at most up to its ceiling — the lower of the
 crawler's item limit and the user-budget lease — so limits hold exactly, item by item. A
 lease counts only while the hub's polls renew it (sources.renewals): a node cut off from the
 hub holds its items instead of storing under a budget the hub may have handed elsewhere.
+
+With time segments (sources.segments), each item it takes is the version of the segment it is
+taken in; with a seen-set (sources.seen), the ids it knows are new skip the store's read.
 
 When the store (or the queue behind it) does not answer, it keeps what it was given in a
 bounded buffer and retries with backoff; once the buffer is full, `offer` blocks, so the data
