@@ -81,7 +81,9 @@ class IdleSource:
 class NullSink:
     """A store that holds nothing and takes everything."""
 
-    def add(self, items: Sequence[Item], ttl: int | None = None) -> list[Item]:
+    def add(
+        self, items: Sequence[Item], ttl: int | None = None, id_ttl: int | None = None
+    ) -> list[Item]:
         return list(items)
 
     def count(self, crawler_id: int) -> int:

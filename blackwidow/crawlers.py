@@ -17,11 +17,12 @@ from blackwidow.monitor.node_client import NodeClient, NodeTarget, NodeUnreachab
 from sources.model import DEFAULT_PRIORITY
 from sources.registry import SOURCE_TYPES
 
-_EDITABLE = ("name", "item_limit", "retention_days", "enabled", "priority")
+_EDITABLE = ("name", "item_limit", "retention_days", "recollect_after", "enabled", "priority")
 # what a create writes; the columns' defaults fill the rest (rate, lease, timestamps)
 _WRITTEN = (
     *("uuid", "user_id", "name", "source", "query", "item_limit", "retention_days"),
-    *("enabled", "priority", "state", "items_collected", "items_delivered", "last_error"),
+    *("recollect_after", "enabled", "priority", "state", "items_collected", "items_delivered"),
+    "last_error",
 )
 # one instance per source type, built once: a marshmallow schema keeps no state between loads,
 # and building one copies every declared field
@@ -73,6 +74,7 @@ def new(session: Session, user_id: int, data: dict[str, Any]) -> Crawler:
         uuid=key_for(session, user_id, data["source"], query),
         item_limit=data.get("item_limit"),
         retention_days=data.get("retention_days"),
+        recollect_after=data.get("recollect_after"),
         enabled=enabled,
         priority=data.get("priority", DEFAULT_PRIORITY),
         state="pending" if enabled else "disabled",

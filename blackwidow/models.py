@@ -98,6 +98,8 @@ class Crawler(Base):
     query: Mapped[dict[str, Any]] = mapped_column(JSON)
     item_limit: Mapped[int | None] = mapped_column(Integer)
     retention_days: Mapped[int | None] = mapped_column(Integer)  # items expire; None: kept
+    # seconds per time segment: an item is collected again once its segment has passed
+    recollect_after: Mapped[int | None] = mapped_column(Integer)
     enabled: Mapped[bool] = mapped_column(default=True)
     # orders its fetches against others' on an overloaded node (sources.model.PRIORITIES)
     priority: Mapped[str] = mapped_column(String(10), default="normal", server_default="normal")

@@ -90,6 +90,9 @@ class Settings:
     session_secret: str | None = field(default=None, repr=False)
     # mark the session cookie Secure although the hub sees plain http (TLS ends at a proxy)
     session_cookie_secure: bool = False
+    # a node's seen-set (sources.seen): a Bloom filter per crawler in front of the store's
+    # "stored already?" read; off, every id is read
+    seen_set: bool = True
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
@@ -269,6 +272,7 @@ _VARIABLES = {
     "BLACKWIDOW_NODE_HOLDING_ITEMS": ("node_holding_items", _positive_int),
     "BLACKWIDOW_SESSION_SECRET": ("session_secret", _text),
     "BLACKWIDOW_SESSION_COOKIE_SECURE": ("session_cookie_secure", _flag),
+    "BLACKWIDOW_SEEN_SET": ("seen_set", _flag),
 }
 
 

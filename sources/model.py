@@ -67,6 +67,8 @@ class SubscriberSpec:
     `credential` is the secret of a credential the user stored on the hub, when the query
     names one; None means the node's own credential of that name. It never reaches a repr.
     `priority` orders the crawler's fetches against others when a node is overloaded.
+    `recollect_after` is the length of its time segments in seconds (sources.segments): an
+    item may be collected again, as a new version, once its segment has passed (None: never).
     """
 
     crawler_id: int
@@ -78,6 +80,7 @@ class SubscriberSpec:
     retention_days: int | None = None
     credential: dict[str, Any] | None = field(default=None, repr=False)
     priority: str = DEFAULT_PRIORITY
+    recollect_after: int | None = None
 
     @property
     def ceiling(self) -> int | None:
@@ -99,6 +102,8 @@ class SubscriberSpec:
             del data["credential"]
         if data["priority"] == DEFAULT_PRIORITY:
             del data["priority"]
+        if data["recollect_after"] is None:
+            del data["recollect_after"]
         return data
 
     @classmethod

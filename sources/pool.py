@@ -23,6 +23,7 @@ from sources.ledger import NO_LEDGER, DeliveryLedger, RunCounts
 from sources.model import DataSource, ReportsFeeds, SubscriberSpec
 from sources.observer import UNOBSERVED, SourceObserver
 from sources.renewals import Renewals
+from sources.seen import SeenSet
 from sources.shared_source import PoolSink, SharedSource, described
 from sources.subscriber import BUFFER_ITEMS, ItemSink, Subscriber, WaitingSubscribers
 
@@ -41,7 +42,11 @@ class DataSourcePool:
         renewals: Renewals | None = None,
         ledger: DeliveryLedger = NO_LEDGER,
         observer: SourceObserver = UNOBSERVED,
+        seen_after: float | None = None,
     ) -> None:
+        # a subscriber's seen-set is trusted this long after it attaches (sources.seen);
+        # None: no seen-set, every id is asked of the store
+        self._seen_after = seen_after
         self.observer = observer  # told of every batch its data sources deliver
         self._open_source = open_source
         self.ledger = ledger  # each delivered batch's counts, for a successor to report
@@ -82,6 +87,7 @@ class DataSourcePool:
                     on_failing=self._waiting.add,
                     buffer=self._buffer,
                     lease_in_force=self._lease_in_force(key),
+                    seen=self._seen_set(spec.crawler_id),
                 )
                 self.started += 1
                 shared, started = self._attach(key, spec, subscriber, to_stop)
@@ -93,6 +99,12 @@ class DataSourcePool:
         if not started:
             subscriber.offer(shared.source.snapshot())
         return subscriber.status()
+
+    def _seen_set(self, crawler_id: int) -> SeenSet | None:
+        if self._seen_after is None:
+            return None
+        sink = self._sink
+        return SeenSet(lambda: sink.stored_ids(crawler_id), self._seen_after)
 
     def _lease_in_force(self, key: str) -> Callable[[], bool]:
         renewals = self.renewals

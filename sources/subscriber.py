@@ -5,6 +5,9 @@ crawler's item limit and the user-budget lease — so limits hold exactly, item 
 lease counts only while the hub's polls renew it (sources.renewals): a node cut off from the
 hub holds its items instead of storing under a budget the hub may have handed elsewhere.
 
+With time segments (sources.segments), each item it takes is the version of the segment it is
+taken in; with a seen-set (sources.seen), the ids it knows are new skip the store's read.
+
 When the store (or the queue behind it) does not answer, it keeps what it was given in a
 bounded buffer and retries with backoff; once the buffer is full, `offer` blocks, so the data
 source stops taking items (backpressure) and nothing it handed over is dropped.
@@ -21,13 +24,16 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from sources.backoff import doubling_delay
 from sources.changes import ChangeCounter
 from sources.filters import keyword_matcher, matches
 from sources.model import Item, SubscriberSpec
+from sources.seen import SeenSet
+from sources.segments import id_ttl, versioned
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +44,15 @@ DAY_SECONDS = 86400
 class ItemSink(Protocol):
     """The part of a store a subscriber needs (blackwidow.store.Store fits)."""
 
-    def add(self, items: Sequence[Item], ttl: int | None = None) -> list[Item]: ...
+    def add(
+        self,
+        items: Sequence[Item],
+        ttl: int | None = None,
+        id_ttl: int | None = None,
+        unseen: Collection[tuple[int, str]] = (),
+    ) -> list[Item]: ...
+
+    def stored_ids(self, crawler_id: int) -> Iterable[str]: ...
 
     def count(self, crawler_id: int) -> int: ...
 
@@ -54,11 +68,15 @@ class Subscriber:
         buffer: int = BUFFER_ITEMS,
         clock: Callable[[], float] = time.monotonic,
         lease_in_force: Callable[[], bool] = lambda: True,
+        now_at: Callable[[], datetime] = lambda: datetime.now(UTC),
+        seen: SeenSet | None = None,
     ) -> None:
         self._cond = threading.Condition()
         self._sink = sink
         self._buffer = buffer
         self._clock = clock
+        self._now_at = now_at  # wall clock: which time segment an item is collected in
+        self.seen = seen  # None: every id is asked of the store
         self._changes = changes
         self._on_failing = on_failing  # told when a write must wait, so retries need no scan
         self._lease_in_force = lease_in_force
@@ -91,6 +109,7 @@ class Subscriber:
         self._pattern = keyword_matcher(spec.query.get("keywords", ()))
         days = spec.retention_days
         self._ttl = days * DAY_SECONDS if days else None
+        self._id_ttl = id_ttl(spec.recollect_after)
         self._changed()
 
     def _changed(self) -> None:
@@ -117,6 +136,10 @@ class Subscriber:
         are held (or the subscriber is closed).
         """
         wanted = [i.for_crawler(self.spec.crawler_id) for i in items if matches(self._pattern, i)]
+        length = self.spec.recollect_after
+        if length is not None and wanted:
+            now_at = self._now_at()
+            wanted = [versioned(item, length, now_at) for item in wanted]
         with self._cond:
             self.delivered += len(items)
             self._changed()
@@ -193,7 +216,7 @@ class Subscriber:
                 break
             batch = list(itertools.islice(self._held, room))
             try:
-                stored = self._sink.add(batch, self._ttl)
+                stored = self._write(batch)
             except Exception as error:  # the store is down: keep the items, say so, retry later
                 self._failed(error)
                 return
@@ -207,6 +230,20 @@ class Subscriber:
             self._on_failing(self)  # stored once a poll renews the lease, without new items
         self._changed()
         self._cond.notify_all()
+
+    def _write(self, batch: list[Item]) -> list[Item]:
+        """One store write; with a seen-set, the ids it vouches are new skip the store's read.
+        Every id of the batch goes into the filter, even when the write fails part way: an id
+        in it only makes its next write ask the store, which is always safe."""
+        if self.seen is None:
+            return self._sink.add(batch, self._ttl, self._id_ttl)
+        ids = [item.id for item in batch]
+        crawler_id = self.spec.crawler_id
+        unseen = {(crawler_id, item_id) for item_id in self.seen.unseen(ids)}
+        try:
+            return self._sink.add(batch, self._ttl, self._id_ttl, unseen)
+        finally:
+            self.seen.stored(ids)
 
     def _drop_beyond_buffer(self) -> None:
         """A crawler waiting for a bigger lease keeps only its newest items (the store is fine)."""

@@ -28,6 +28,7 @@ from blackwidow.tokens import require_cluster
 from sources.credentials import CredentialBook, MissingCredential
 from sources.model import DEFAULT_PRIORITY, PRIORITIES, SubscriberSpec
 from sources.registry import SOURCE_TYPES
+from sources.segments import MIN_RECOLLECT_AFTER
 from spawn.metrics import NodeMetrics
 from spawn.node import Node
 
@@ -47,6 +48,9 @@ class SpecSchema(Schema):
     retention_days = fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=1))
     credential = fields.Dict(allow_none=True, load_default=None)
     priority = fields.String(load_default=DEFAULT_PRIORITY, validate=validate.OneOf(PRIORITIES))
+    recollect_after = fields.Integer(
+        strict=True, allow_none=True, validate=validate.Range(min=MIN_RECOLLECT_AFTER)
+    )
 
 
 def parse_spec(crawler_id: int, body: Any, credentials: CredentialBook) -> SubscriberSpec:

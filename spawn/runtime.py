@@ -74,6 +74,7 @@ def run_node(
         renewals=Renewals(time.monotonic),
         ledger=ledger or NO_LEDGER,
         observer=metrics,
+        seen_after=seen_after(settings),
     )
     metrics.watch(pool, outbox.stats if outbox is not None else None)
     if ledger is not None:
@@ -147,3 +148,10 @@ def _open_ledger(settings: Settings, host: str, port: int) -> SqliteLedger | Non
     if not port:
         return None
     return SqliteLedger(ledger_path(settings.outbox_dir, host, port, os.getpid()))
+
+
+def seen_after(settings: Settings) -> float | None:
+    """How long after a subscriber attaches its seen-set is loaded and trusted: a node drops
+    a crawler the hub no longer polls it for within orphan_after, and detach_after more covers
+    a store write that node had begun (None: BLACKWIDOW_SEEN_SET=0, no seen-set)."""
+    return settings.orphan_after + settings.detach_after if settings.seen_set else None

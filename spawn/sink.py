@@ -7,7 +7,7 @@ items for (and, once their buffer is full, backpressure on the data sources).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
 from blackwidow.queue.outbox import Outbox
@@ -31,21 +31,27 @@ class NodeSink:
         self._metrics = metrics
         self._store_error: str | None = None
 
-    def add(self, items: Sequence[Item], ttl: int | None = None) -> list[Item]:
+    def add(
+        self,
+        items: Sequence[Item],
+        ttl: int | None = None,
+        id_ttl: int | None = None,
+        unseen: Collection[tuple[int, str]] = (),
+    ) -> list[Item]:
         """Store items and queue the new ones; refuses up front while the queue is backed up.
 
         With a queue, the entries are spooled before the store is asked and settled after it
         answers, so no item is stored without its entry on disk, whenever the node dies.
         """
         if self._outbox is None:
-            return self._write(items, ttl)
+            return self._write(items, ttl, id_ttl, unseen)
         if not self._outbox.has_room():
             pending = self._outbox.stats()["pending"]
             raise QueueBacklogFull(f"queue: {pending} stored items wait for the queue")
         self.replay_interrupted()
         staged = self._outbox.stage(items, ttl)
         try:
-            new = self._write(items, ttl)
+            new = self._write(items, ttl, id_ttl, unseen)
         except BaseException:
             self._outbox.discard(staged)
             raise
@@ -58,16 +64,27 @@ class NodeSink:
         if self._outbox is not None:
             self._outbox.replay_interrupted(self._write)
 
-    def _write(self, items: Sequence[Item], ttl: int | None) -> list[Item]:
-        """One store write, timed and counted for the node's figures."""
+    def _write(
+        self,
+        items: Sequence[Item],
+        ttl: int | None,
+        id_ttl: int | None = None,
+        unseen: Collection[tuple[int, str]] = (),
+    ) -> list[Item]:
+        """One store write, timed and counted for the node's figures. A replayed write
+        (`replay_interrupted`) reads every id, as no seen-set vouches for it."""
         started = time.monotonic()
-        new = self._tracked(lambda: self._store.add(items, ttl))
+        new = self._tracked(lambda: self._store.add(items, ttl, id_ttl, unseen))
         if self._metrics is not None:
             self._metrics.stored(new, time.monotonic() - started)
         return new
 
     def count(self, crawler_id: int) -> int:
         return self._tracked(lambda: self._store.count(crawler_id))
+
+    def stored_ids(self, crawler_id: int) -> list[str]:
+        """The crawler's stored ids, for its seen-set (read whole: a filter is built of them)."""
+        return self._tracked(lambda: list(self._store.stored_ids(crawler_id)))
 
     def _tracked(self, call: Callable[[], _T]) -> _T:
         """Run a store call, remembering whether the store answered (for `health`)."""

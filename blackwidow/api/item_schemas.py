@@ -10,6 +10,8 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 from blackwidow.api.list_args import PageArgs as ListPageArgs
 from blackwidow.api.list_args import page_limit
 from blackwidow.store.windows import TIME_FIELDS
+from sources.model import Item
+from sources.segments import version_of
 
 EXPORT_FORMATS = ("jsonl", "csv")  # a crawler's items as one streamed file (api.exports)
 
@@ -80,6 +82,18 @@ class ItemOut(Schema):
     fetched_at = fields.DateTime()
     conversation_id = fields.String(allow_none=True)
     in_reply_to = fields.String(allow_none=True)
+    version = fields.Method(
+        "_version",
+        allow_none=True,
+        metadata={
+            "description": "the start of the time segment this version was collected in "
+            "(crawlers with recollect_after); null otherwise"
+        },
+    )
+
+    def _version(self, item: Item) -> str | None:
+        start = version_of(item.id)
+        return None if start is None else start.isoformat()
 
 
 class ItemsOut(Schema):

@@ -10,6 +10,7 @@ from blackwidow.errors import invalid_input
 from blackwidow.models import MAX_INTEGER
 from sources.model import DEFAULT_PRIORITY, PRIORITIES
 from sources.registry import CREDENTIAL_SCHEMAS, SOURCE_TYPES
+from sources.segments import MAX_RECOLLECT_AFTER, MIN_RECOLLECT_AFTER
 
 MAX_RETENTION_DAYS = 7300  # Cassandra's longest TTL: 20 years
 MAX_BATCH = 1000  # crawlers per batch create: one transaction, a short write lock
@@ -28,6 +29,16 @@ _retention = fields.Integer(
     allow_none=True,
     validate=validate.Range(min=1, max=MAX_RETENTION_DAYS),
     metadata={"description": "days the crawler's items are kept; null keeps them"},
+)
+_RECOLLECT_HELP = (
+    "seconds per time segment: an item already collected is collected again, as a new "
+    f"version, once its segment has passed (at least {MIN_RECOLLECT_AFTER}); null: never"
+)
+_recollect = fields.Integer(
+    strict=True,
+    allow_none=True,
+    validate=validate.Range(min=MIN_RECOLLECT_AFTER, max=MAX_RECOLLECT_AFTER),
+    metadata={"description": _RECOLLECT_HELP},
 )
 _PRIORITY_HELP = (
     f"{' | '.join(PRIORITIES)}: orders the crawler's fetches against others' "
@@ -113,6 +124,7 @@ class CrawlerCreate(Schema):
     query = fields.Dict(required=True, metadata={"description": "per source; see the README"})
     item_limit = _limit
     retention_days = _retention
+    recollect_after = _recollect
     enabled = fields.Boolean(load_default=True)
     priority = fields.String(
         load_default=DEFAULT_PRIORITY,
@@ -135,6 +147,7 @@ class CrawlerUpdate(Schema):
     query = fields.Dict()
     item_limit = _limit
     retention_days = _retention
+    recollect_after = _recollect
     enabled = fields.Boolean()
     priority = fields.String(
         validate=validate.OneOf(list(PRIORITIES)), metadata={"description": _PRIORITY_HELP}
@@ -150,6 +163,7 @@ class CrawlerOut(Schema):
     query = fields.Dict()
     item_limit = fields.Integer(allow_none=True)
     retention_days = fields.Integer(allow_none=True)
+    recollect_after = fields.Integer(allow_none=True, metadata={"description": _RECOLLECT_HELP})
     enabled = fields.Boolean()
     priority = fields.String(metadata={"description": _PRIORITY_HELP})
     state = fields.String()

@@ -38,4 +38,5 @@ def spec(crawler: Tracked, lease: int | None, secret: dict[str, Any] | None) -> 
         retention_days=crawler.retention_days,
         credential=secret,
         priority=crawler.priority,
+        recollect_after=crawler.recollect_after,
     )

@@ -42,6 +42,7 @@ class Tracked:
     lease: int
     rate: float
     last_error: str | None
+    recollect_after: int | None = None
     spec: SubscriberSpec | None = None  # what to push, while it is runnable
     failing: bool = False  # what its node last said: its data source gets nothing
     digest: str | None = None
@@ -66,6 +67,7 @@ _COLUMNS = (
     Crawler.lease,
     Crawler.rate,
     Crawler.last_error,
+    Crawler.recollect_after,
 )
 
 

@@ -18,11 +18,21 @@ class StoreUnavailable(Exception):
 
 
 class Store(Protocol):
-    def add(self, items: Sequence[Item], ttl: int | None = None) -> list[Item]:
+    def add(
+        self,
+        items: Sequence[Item],
+        ttl: int | None = None,
+        id_ttl: int | None = None,
+        unseen: Collection[tuple[int, str]] = (),
+    ) -> list[Item]:
         """Upsert items keyed by (crawler_id, id); return the ones that were not stored before.
 
         Every item must carry a crawler_id. Writing the same item twice stores it once.
         `ttl` is the crawler's retention in seconds: the item is gone from reads after it.
+        `id_ttl` is how long its id is listed by `stored_ids` (time segments; None: for ever).
+        `unseen` are (crawler_id, id) keys the caller knows are not stored (a seen-set's
+        "definitely new", spawn.seen): the store may skip reading them; wrong, it may store
+        such an item twice.
         A reply whose source named only its parent is stored in its thread's root conversation,
         and replies stored before it move there too (blackwidow.store.threads); the items
         returned carry the conversation they were stored in.
@@ -66,6 +76,12 @@ class Store(Protocol):
     ) -> Page:
         """The next `limit` items of a conversation, in the order of `conversation`, from
         `after` as `page` reads. Raises BadPosition for a position this store did not give."""
+        ...
+
+    def stored_ids(self, crawler_id: int) -> Iterator[str]:
+        """The id of every item the crawler has stored whose id has not expired (`id_ttl`),
+        in batches as it is consumed, for a node's seen-set to load. Raises StoreUnavailable
+        while iterating if the store stops answering."""
         ...
 
     def count(self, crawler_id: int) -> int:

@@ -18,6 +18,7 @@ import threading
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from cassandra import OperationTimedOut, ProtocolVersion, RequestExecutionException
@@ -75,6 +76,16 @@ _UNAVAILABLE = (
     OSError,
 )
 _Result = TypeVar("_Result")
+
+
+@dataclass(frozen=True)
+class _Write:
+    """What one `add` asks besides its items: the TTLs in seconds (0: none) and the keys the
+    caller vouches are not stored (a seen-set's "definitely new"), whose ids are not read."""
+
+    ttl: int
+    id_ttl: int
+    unseen: frozenset[threads.Key]
 
 
 def make_cluster(config: CassandraConfig) -> Cluster:
@@ -151,7 +162,13 @@ class CassandraStore:
         except _UNAVAILABLE as error:
             raise StoreUnavailable(f"cassandra: {type(error).__name__}: {error}") from error
 
-    def add(self, items: Sequence[Item], ttl: int | None = None) -> list[Item]:
+    def add(
+        self,
+        items: Sequence[Item],
+        ttl: int | None = None,
+        id_ttl: int | None = None,
+        unseen: Collection[threads.Key] = (),
+    ) -> list[Item]:
         if any(item.crawler_id is None for item in items):
             raise ValueError("every item needs a crawler_id before it is stored")
         unique = list({(item.crawler_id, item.id): item for item in reversed(items)}.values())
@@ -161,7 +178,8 @@ class CassandraStore:
         with contextlib.ExitStack() as held:
             for crawler_id in sorted({crawler_of(item) for item in unique}):
                 held.enter_context(self._crawler_lock(crawler_id))
-            return self._call(lambda session, st: self._add(session, st, unique, ttl or 0))
+            write = _Write(ttl or 0, id_ttl or 0, frozenset(unseen))
+            return self._call(lambda session, st: self._add(session, st, unique, write))
 
     def _crawler_lock(self, crawler_id: int) -> threading.Lock:
         """Check-then-write is atomic per crawler within this process; across nodes, a crawler
@@ -170,10 +188,13 @@ class CassandraStore:
         with self._lock:
             return self._crawler_locks[crawler_id]
 
-    def _add(self, session: Session, st: Statements, items: list[Item], ttl: int) -> list[Item]:
+    def _add(
+        self, session: Session, st: Statements, items: list[Item], write: _Write
+    ) -> list[Item]:
         keys = [threads.key(item) for item in items]
         unacked = self._ledger.unacked({crawler for crawler, _ in keys})
-        found = self._stored(session, st, {*keys, *threads.parent_keys(items), *unacked})
+        asked = [key for key in keys if key not in write.unseen]  # the caller vouches for these
+        found = self._stored(session, st, {*asked, *threads.parent_keys(items), *unacked})
         fresh = self._ledger.new_keys(keys, found)
         conversations = {key: row.conversation_id for key, row in found.items()}
         pairs = zip(items, threads.rooted(items, conversations), strict=True)
@@ -186,10 +207,10 @@ class CassandraStore:
         if new:
             self._ledger.begin(fresh)
             undone = [i for i in new if unfinished(found.get(threads.key(i)))]
-            self._run(session, self._pending_rows(st, undone))  # first: a crash leaves these
-            self._run(session, self._item_rows(st, new, ttl))
-            self._move(session, st, threads.re_roots(added))
-            self._confirm(session, st, new)
+            self._run(session, self._pending_rows(st, undone, write.id_ttl))  # first
+            self._run(session, self._item_rows(st, new, write.ttl))
+            self._move(session, st, threads.re_roots(added), write.id_ttl)
+            self._confirm(session, st, new, write.id_ttl)
         self._ledger.answered(keys)
         return new
 
@@ -226,7 +247,9 @@ class CassandraStore:
             *thread_rows(st, items, ttl),
         ]
 
-    def _move(self, session: Session, st: Statements, moves: dict[threads.Key, str]) -> None:
+    def _move(
+        self, session: Session, st: Statements, moves: dict[threads.Key, str], id_ttl: int
+    ) -> None:
         """Fold each conversation a new reply names into the reply's root (threads.re_roots).
 
         Rows are copied to the root, with the time they have left, before they are deleted
@@ -243,22 +266,30 @@ class CassandraStore:
             for row in result
             if (row.crawler_id, row.conversation_id) in moves
         ]
-        self._run(session, copies(st, rows, moves))
+        self._run(session, copies(st, rows, moves, id_ttl))
         keys = [(row.conversation_id, row.sort_at, row.crawler_id, row.item_id) for row in rows]
         self._run(session, [(st.delete_thread_row, key) for key in keys])
 
-    def _pending_rows(self, st: Statements, items: list[Item]) -> Work:
+    def _pending_rows(self, st: Statements, items: list[Item], id_ttl: int) -> Work:
         """Id rows marked pending, written before the items' rows: a re-delivery after a crash
         finds the first fetch's time and writes the same rows again instead of new ones.
-        Ids outlive retention: an item is never stored twice, as SQLite's rows do."""
+        Ids outlive retention: an item is never stored twice, as SQLite's rows do; with time
+        segments they live `id_ttl` (sources.segments.id_ttl), past which no one asks."""
         writer = self._ledger.writer
         return batches(
             st.insert_pending_id,
             grouped(items, bucket_of_item),
-            lambda key, item: (*key, item.id, item.fetched_at, item.conversation_id, writer),
+            lambda key, item: (
+                *key,
+                item.id,
+                item.fetched_at,
+                item.conversation_id,
+                writer,
+                id_ttl,
+            ),
         )
 
-    def _confirm(self, session: Session, st: Statements, items: list[Item]) -> None:
+    def _confirm(self, session: Session, st: Statements, items: list[Item], id_ttl: int) -> None:
         """The commit mark, written last: one batch per bucket confirms its ids with this
         writer's total there, one mutation, carrying the confirms not yet acknowledged
         (WriterLedger); the batches that were acknowledged are recorded even when one fails."""
@@ -270,7 +301,7 @@ class CassandraStore:
             batch = BatchStatement(batch_type=BatchType.UNLOGGED)
             batch.is_idempotent = True
             for item_id in item_ids:
-                batch.add(st.confirm_id, (writer, *bucket, item_id))
+                batch.add(st.confirm_id, (id_ttl, writer, *bucket, item_id))
             batch.add(st.set_bucket_total, (total, *bucket, writer))
             work.append((batch, None))
             carried.append((bucket, item_ids))
@@ -320,6 +351,14 @@ class CassandraStore:
                 session, st, conversation_id, crawler_ids, limit, after
             )
         )
+
+    def stored_ids(self, crawler_id: int) -> Iterator[str]:
+        """Every id row of the crawler, pending ones too, bucket by bucket on the driver's
+        paging: an id row whose TTL has passed is gone."""
+        try:
+            yield from cassandra_reads.stored_ids(*self._connected(), crawler_id)
+        except _UNAVAILABLE as error:
+            raise StoreUnavailable(f"cassandra: {type(error).__name__}: {error}") from error
 
     def count(self, crawler_id: int) -> int:
         """The writers' totals in every bucket, and those written before schema version 3."""

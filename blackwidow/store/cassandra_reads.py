@@ -18,7 +18,7 @@ from typing import Any
 from cassandra.cluster import Session
 from cassandra.query import BoundStatement, PreparedStatement
 
-from blackwidow.store.cassandra_rows import DAY, day_of, item_from_row
+from blackwidow.store.cassandra_rows import BUCKETS, DAY, day_of, item_from_row
 from blackwidow.store.cassandra_statements import Statements
 from blackwidow.store.windows import STREAM_BATCH, BadPosition, Page, Window, checked
 from sources.model import Item
@@ -154,3 +154,11 @@ def _decoded(state: str | None) -> bytes | None:
         return base64.urlsafe_b64decode(state.encode())
     except (binascii.Error, ValueError):
         raise BadPosition("not a position this store gave") from None
+
+
+def stored_ids(session: Session, st: Statements, crawler_id: int) -> Iterator[str]:
+    """A crawler's id rows, one bucket partition after another, STREAM_BATCH rows a page."""
+    for bucket in range(BUCKETS):
+        bound = st.bucket_ids.bind((crawler_id, bucket))
+        bound.fetch_size = STREAM_BATCH
+        yield from (row.item_id for row in session.execute(bound))

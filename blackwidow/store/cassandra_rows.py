@@ -104,9 +104,10 @@ def thread_rows(st: Statements, items: list[Item], ttl: int) -> Work:
     return batches(st.insert_conversation, by_thread, lambda _, item: _thread_values(item, ttl))
 
 
-def copies(st: Statements, rows: list[Any], moves: dict[threads.Key, str]) -> Work:
+def copies(st: Statements, rows: list[Any], moves: dict[threads.Key, str], id_ttl: int) -> Work:
     """Rows of folded conversations written again under their roots, for the time they have
-    left, and their ids told the root (a later reply to one of them joins it there)."""
+    left, and their ids told the root (a later reply to one of them joins it there), the id
+    rows living on for `id_ttl` (0: for ever) from then."""
     work: Work = []
     for remaining, group in grouped(rows, lambda row: row.remaining or 0).items():
         items = [item_from_row(row, moves[row.crawler_id, row.conversation_id]) for row in group]
@@ -114,7 +115,7 @@ def copies(st: Statements, rows: list[Any], moves: dict[threads.Key, str]) -> Wo
         work += batches(
             st.set_id_conversation,
             grouped(items, bucket_of_item),
-            lambda key, item: (item.conversation_id, *key, item.id),
+            lambda key, item: (id_ttl, item.conversation_id, *key, item.id),
         )
     return work
 

@@ -28,6 +28,7 @@ class Statements:
     set_id_conversation: PreparedStatement
     delete_thread_row: PreparedStatement
     stored_ids: PreparedStatement
+    bucket_ids: PreparedStatement
     thread_rows: PreparedStatement
     totals: PreparedStatement
     bucket_totals: PreparedStatement
@@ -51,20 +52,22 @@ def _texts(ks: str) -> dict[str, str]:
         " USING TTL ?",
         "insert_day": f"INSERT INTO {ks}.crawler_days (crawler_id, day) VALUES (?, ?) USING TTL ?",
         "insert_pending_id": f"INSERT INTO {ks}.items_by_id (crawler_id, bucket, item_id,"
-        " fetched_at, conversation_id, writer, pending) VALUES (?, ?, ?, ?, ?, ?, true)",
-        "confirm_id": f"UPDATE {ks}.items_by_id SET pending = false, writer = ?"
+        " fetched_at, conversation_id, writer, pending) VALUES (?, ?, ?, ?, ?, ?, true)"
+        " USING TTL ?",
+        "confirm_id": f"UPDATE {ks}.items_by_id USING TTL ? SET pending = false, writer = ?"
         " WHERE crawler_id = ? AND bucket = ? AND item_id = ?",
         "set_bucket_total": f"UPDATE {ks}.bucket_totals SET stored = ?"
         " WHERE crawler_id = ? AND bucket = ? AND writer = ?",
         "insert_conversation": f"INSERT INTO {ks}.items_by_conversation (conversation_id,"
         f" sort_at, crawler_id, fetched_at, item_id, {ITEM})"
         f" VALUES (?, ?, ?, ?, ?, {_ITEM_MARKS}) USING TTL ?",
-        "set_id_conversation": f"UPDATE {ks}.items_by_id SET conversation_id = ?"
+        "set_id_conversation": f"UPDATE {ks}.items_by_id USING TTL ? SET conversation_id = ?"
         " WHERE crawler_id = ? AND bucket = ? AND item_id = ?",
         "delete_thread_row": f"DELETE FROM {ks}.items_by_conversation"
         " WHERE conversation_id = ? AND sort_at = ? AND crawler_id = ? AND item_id = ?",
         "stored_ids": f"SELECT item_id, conversation_id, fetched_at, writer, pending"
         f" FROM {ks}.items_by_id WHERE crawler_id = ? AND bucket = ? AND item_id IN ?",
+        "bucket_ids": f"SELECT item_id FROM {ks}.items_by_id WHERE crawler_id = ? AND bucket = ?",
         "thread_rows": f"SELECT conversation_id, sort_at, crawler_id, item_id, fetched_at,"
         f" {ITEM}, TTL(source) AS remaining FROM {ks}.items_by_conversation"
         " WHERE conversation_id IN ?",

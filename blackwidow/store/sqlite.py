@@ -1,7 +1,9 @@
 """SQLite store: the embedded default, one file shared by the hub and the nodes on one machine.
 
 It versions its own schema (PRAGMA user_version) and upgrades it on open; Alembic is for the
-hub's SQL only. Retention is an `expires_at` per row that reads respect.
+hub's SQL only. Retention is an `expires_at` per row that reads respect; an item's id answers
+"stored already?" until its `id_expires_at` for stored_ids (time segments, sources.segments),
+though the row's key keeps refusing it: an id of a passed segment is never offered again.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " WHERE conversation_id IS NOT NULL",
     ),
     ("ALTER TABLE items ADD COLUMN html TEXT",),
+    ("ALTER TABLE items ADD COLUMN id_expires_at TEXT",),
 )
 
 _COLUMNS = (
@@ -55,8 +58,12 @@ _COLUMNS = (
     " published_at, fetched_at, conversation_id, in_reply_to, html"
 )
 _INSERT = (
-    f"INSERT OR IGNORE INTO items ({_COLUMNS}, expires_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT OR IGNORE INTO items ({_COLUMNS}, expires_at, id_expires_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SELECT_IDS = (  # on the primary key, in id order: a keyset page
+    "SELECT item_id FROM items WHERE crawler_id = ? AND item_id > ?"
+    " AND (id_expires_at IS NULL OR id_expires_at > ?) ORDER BY item_id LIMIT ?"
 )
 _SELECT_CONVERSATIONS = (  # expired rows too: a reply joins its thread whenever it arrives
     "SELECT item_id, conversation_id FROM items"
@@ -104,10 +111,18 @@ class SqliteStore:
     def _transaction(self) -> _WriteTransaction:
         return _WriteTransaction(self._db)
 
-    def add(self, items: Sequence[Item], ttl: int | None = None) -> list[Item]:
+    def add(
+        self,
+        items: Sequence[Item],
+        ttl: int | None = None,
+        id_ttl: int | None = None,
+        unseen: Collection[threads.Key] = (),
+    ) -> list[Item]:
         """Insert unseen items in one transaction; the first write of an item wins.
 
         Keeping the first copy keeps `fetched_at` stable, so re-delivery never reorders.
+        `unseen` changes nothing here: "stored already?" is the insert's own key lookup, in
+        the same statement, so there is no read to save.
         Replies join their thread's root first (blackwidow.store.threads): parents are read in
         one query per crawler, and replies stored before a new item came move to its root.
         """
@@ -120,7 +135,7 @@ class SqliteStore:
             added = [
                 (given, item)
                 for given, item in zip(items, threads.rooted(items, stored), strict=True)
-                if self._db.execute(_INSERT, _to_row(item, ttl)).rowcount
+                if self._db.execute(_INSERT, _to_row(item, ttl, id_ttl)).rowcount
             ]
             moves = threads.re_roots(added).items()
             self._db.executemany(_MOVE, [(root, *conversation) for conversation, root in moves])
@@ -184,6 +199,19 @@ class SqliteStore:
             raise StoreUnavailable(f"sqlite: {error}") from error
         return [_from_row(row) for row in rows]
 
+    def stored_ids(self, crawler_id: int) -> Iterator[str]:
+        """Keyset pages of STREAM_BATCH ids on the primary key, the lock held per page."""
+        after, now = "", _now_text()
+        while True:
+            with self._lock:
+                rows = self._db.execute(
+                    _SELECT_IDS, (crawler_id, after, now, STREAM_BATCH)
+                ).fetchall()
+            yield from (item_id for (item_id,) in rows)
+            if len(rows) < STREAM_BATCH:
+                return
+            after = rows[-1][0]
+
     def count(self, crawler_id: int) -> int:
         with self._lock:
             (found,) = self._db.execute(
@@ -221,9 +249,11 @@ class _WriteTransaction:
         self._db.execute("ROLLBACK" if kind else "COMMIT")
 
 
-def _to_row(item: Item, ttl: int | None) -> tuple[Any, ...]:
-    """Retention counts from the write, as Cassandra's TTL does."""
-    expires = utc_text(datetime.now(UTC) + timedelta(seconds=ttl)) if ttl else None
+def _to_row(item: Item, ttl: int | None, id_ttl: int | None) -> tuple[Any, ...]:
+    """Retention and id expiry count from the write, as Cassandra's TTL does."""
+    now = datetime.now(UTC)
+    expires = utc_text(now + timedelta(seconds=ttl)) if ttl else None
+    id_expires = utc_text(now + timedelta(seconds=id_ttl)) if id_ttl else None
     return (
         item.crawler_id,
         item.id,
@@ -238,6 +268,7 @@ def _to_row(item: Item, ttl: int | None) -> tuple[Any, ...]:
         item.in_reply_to,
         item.html,
         expires,
+        id_expires,
     )
 
 

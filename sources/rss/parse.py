@@ -23,7 +23,7 @@ import feedparser.api
 from sources.model import Item
 from sources.rss.feed_guard import refusal
 from sources.rss.feed_html import plain_text, sanitised_html
-from sources.urls import canonical_url
+from sources.url_keys import DEFAULT_KEYS, UrlKeys, resolved_url
 
 # feedparser asks xml.sax for libxml2's driver first; where that is not installed, every
 # parse pays a failed import (a search of sys.path, under the import lock every fetcher
@@ -50,14 +50,16 @@ def _entry_url(entry: Any, feed_url: str) -> str | None:
     return url if urlsplit(url).scheme.lower() in ("http", "https") else None
 
 
-def _entry_id(entry: Any, url: str | None) -> str | None:
+def _entry_id(entry: Any, url: str | None, keys: UrlKeys) -> str | None:
+    """The entry's guid, else a digest of its resolved link (sources.url_keys), so the link
+    with tracking or cache-busting parameters is the same item as without."""
     guid = (entry.get("id") or "").strip()
     if guid:
         return guid
     if url is None:
         return None
     try:
-        return "sha1:" + hashlib.sha1(canonical_url(url).encode()).hexdigest()
+        return "sha1:" + hashlib.sha1(resolved_url(url, keys).encode()).hexdigest()
     except ValueError:  # a link with a nonsense port cannot be normalised or identified
         return None
 
@@ -142,12 +144,14 @@ def parse_feed(
     fetched_at: datetime,
     headers: Mapping[str, str],
     known: Mapping[str, Item] = MappingProxyType({}),
+    keys: UrlKeys = DEFAULT_KEYS,
 ) -> tuple[list[Item], float | None]:
     """Items of a feed document and the feed's own <ttl> in seconds (None if absent).
 
     An entry whose id is `known` (from the feed's last document) is that item again, not
     extracted anew: a changed feed mostly repeats what it had, and an item's text and HTML
-    cost a fifth of the parse.
+    cost a fifth of the parse. `keys` are the crawlers' url_keys rules, for entries
+    without a guid.
 
     The document is decoded as feedparser documents it (RFC 3023): the HTTP charset of an
     XML or text Content-Type, else the BOM and the XML declaration, then UTF-8,
@@ -178,7 +182,7 @@ def parse_feed(
     items: dict[str, Item] = {}
     for entry in parsed.entries:
         url = _entry_url(entry, feed_url)
-        item_id = _entry_id(entry, url)
+        item_id = _entry_id(entry, url, keys)
         if item_id is None:
             continue
         if item_id not in items:  # a document listing an entry twice yields it once

@@ -26,6 +26,7 @@ from sources.polled import PollState
 from sources.rss.parse import FeedError, parse_feed
 from sources.scheduled import ScheduledEntries
 from sources.scheduler import FetchScheduler, NextPoll
+from sources.url_keys import UrlKeys
 from sources.urls import canonical_url
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class RssSource:
         self._clock = clock
         # Canonical URLs, as in the source key: two spellings of one feed are fetched once.
         self._feeds = [_Feed(url) for url in dict.fromkeys(map(canonical_url, query["feeds"]))]
+        self._url_keys = UrlKeys.of(query)  # part of the source key: one set of rules here
         self._sink: SourceSink | None = None
         self._round_lock = threading.Lock()  # poll_due: one round at a time
         self._items_lock = threading.Lock()  # snapshot() runs on other threads
@@ -175,7 +177,9 @@ class RssSource:
         stopped meanwhile (its subscribers are gone, and nothing is delivered)."""
         with self._entries.cpu_bound():
             known = {item.id: item for item in feed.items}
-            items, feed.ttl = parse_feed(result.body, result.url, fetched_at, result.headers, known)
+            items, feed.ttl = parse_feed(
+                result.body, result.url, fetched_at, result.headers, known, self._url_keys
+            )
         feed.entries = len(items)
         with self._items_lock:
             feed.items = items

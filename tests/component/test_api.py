@@ -97,6 +97,16 @@ def test_equal_feed_sets_share_a_source_key_whatever_the_keywords(client, make_u
         ({**rss(), "item_limit": 2**31}, "item_limit"),
         ({**rss(), "enabled": "maybe"}, "enabled"),
         ({**rss(), "owner": 3}, "owner"),
+        ({**rss(), "recollect_after": 3599}, "recollect_after"),
+        ({**rss(), "recollect_after": "604800"}, "recollect_after"),
+        (
+            {"name": "n", "source": "rss", "query": {"feeds": [FEED], "url_keys": {"drop": "x"}}},
+            "query.url_keys.drop",
+        ),
+        (
+            {"name": "n", "source": "rss", "query": {"feeds": [FEED], "url_keys": {"also": []}}},
+            "query.url_keys.also",
+        ),
     ],
 )
 def test_bad_crawler_input_names_the_field_and_writes_nothing(client, make_user, body, field):

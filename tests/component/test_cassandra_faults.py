@@ -24,7 +24,7 @@ T0 = datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=UTC)
 COUNT = 40  # items per write: more than one id bucket
 ITEM_ROWS = "items_by_crawler ("  # the items' own rows
 ID_ROWS = "items_by_id (crawler_id"  # the id rows written before them (pending)
-CONFIRM = "items_by_id SET pending"  # the commit mark: ids confirmed, with the writer's total
+CONFIRM = "SET pending = false"  # the commit mark: ids confirmed, with the writer's total
 TOTAL = "_totals SET stored"  # the writer's total
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -145,5 +146,24 @@ def test_large_items_are_written_in_single_partition_batches(cassandra_store_url
         assert len(store.add(big)) == 200
         assert store.count(crawler_id) == 200
         assert len(store.items(crawler_id, 500)) == 200
+    finally:
+        store.close()
+
+
+def test_an_id_vouched_new_is_not_read(
+    cassandra_store_url: str, crawler_ids: tuple[int, ...]
+) -> None:
+    """The read a seen-set saves: the store writes a key the caller vouches is new without
+    asking items_by_id, so a wrong vouch stores the item again. Only a seen-set holding every
+    id stored for the crawler vouches (sources.seen)."""
+    store = open_store(cassandra_store_url)
+    try:
+        one = crawler_ids[0]
+        first = item(one)
+        again = replace(first, fetched_at=first.fetched_at + timedelta(seconds=1))
+        assert [i.id for i in store.add([first])] == ["a"]
+        assert store.add([again]) == []  # read: known
+        assert [i.id for i in store.add([again], unseen={(one, "a")})] == ["a"]  # not read
+        assert store.count(one) == 2
     finally:
         store.close()

@@ -227,7 +227,7 @@ def test_exports_hold_every_item_as_the_page_shows_it(client: FlaskClient, awkwa
     assert rows == [{k: "" if v is None else str(v) for k, v in i.items()} for i in page]
     assert list(rows[0]) == [  # the item's fields, in a fixed order
         *("id", "crawler_id", "source", "url", "title", "text", "html", "author"),
-        *("published_at", "fetched_at", "conversation_id", "in_reply_to"),
+        *("published_at", "fetched_at", "conversation_id", "in_reply_to", "version"),
     ]
 
     for name, whole in (("csv", table), ("jsonl", lines)):

@@ -175,6 +175,7 @@ def test_put_list_and_delete_a_subscriber(
             "user_id",
             id="missing-user-id",
         ),
+        pytest.param({"recollect_after": 60}, "recollect_after", id="short-segments"),
     ],
 )
 def test_a_bad_spec_is_refused_naming_the_field(

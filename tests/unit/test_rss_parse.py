@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sources.rss.parse import FeedError, parse_feed
-from sources.urls import canonical_url
+from sources.url_keys import resolved_url
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 FEED_URL = "https://feeds.example/dir/feed.xml"
@@ -18,7 +18,7 @@ XML = {"Content-Type": "application/xml"}
 
 
 def link_id(url: str) -> str:
-    return "sha1:" + hashlib.sha1(canonical_url(url).encode()).hexdigest()
+    return "sha1:" + hashlib.sha1(resolved_url(url).encode()).hexdigest()
 
 
 # (file, expected ttl, expected items as (id, url, title, text, author, published_at))

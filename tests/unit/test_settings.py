@@ -64,6 +64,8 @@ def test_unrelated_variables_are_ignored():
         ("BLACKWIDOW_HOST_GAP", "0", "host_gap", 0.0),
         ("BLACKWIDOW_HOST_GAP", "1.5", "host_gap", 1.5),
         ("BLACKWIDOW_QUEUE_MAXLEN", "5000", "queue_maxlen", 5000),
+        ("BLACKWIDOW_SEEN_SET", "0", "seen_set", False),
+        ("BLACKWIDOW_SEEN_SET", "1", "seen_set", True),
         (
             "BLACKWIDOW_REDIS_URL",
             "redis://localhost:6379/1",
@@ -140,6 +142,7 @@ def test_each_variable_is_parsed(name, raw, attribute, expected):
         ("BLACKWIDOW_METRICS_NETWORKS", "10.0.0.0/33"),
         ("BLACKWIDOW_METRICS_NETWORKS", "the office"),
         ("PROMETHEUS_MULTIPROC_DIR", ""),
+        ("BLACKWIDOW_SEEN_SET", "off"),
     ],
 )
 def test_bad_values_name_their_variable(name, raw):
