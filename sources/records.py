@@ -14,6 +14,7 @@ from email.utils import parsedate_to_datetime
 from urllib.parse import urljoin, urlsplit
 
 from sources.model import Item, parse_utc
+from sources.url_keys import resolved_url
 from sources.urls import canonical_url
 
 # The fields a configured source may extract from each record.
@@ -84,7 +85,7 @@ def item_from_record(
 ) -> Item | None:
     """The item of one record (field -> text as extracted); None without an id or a URL."""
     url = absolute_url(record.get("url"), page_url)
-    item_id = clean_text(record.get("id")) or (url and canonical_url(url))
+    item_id = clean_text(record.get("id")) or (url and resolved_url(url))
     if not item_id:
         return None
     return Item(

@@ -54,8 +54,9 @@ def test_links_resolve_against_their_page_and_only_web_links_are_kept(
     assert absolute_url(link, PAGE) == expected
 
 
-def test_an_item_is_identified_by_its_id_field_else_its_canonical_url() -> None:
+def test_an_item_is_identified_by_its_id_field_else_its_url_key() -> None:
     by_url = item_from_record("page", {"url": "/X#frag", "title": " A \n title "}, PAGE, FETCHED_AT)
+    tracked = item_from_record("page", {"url": "/X?utm_source=feed&b=2&a=1"}, PAGE, FETCHED_AT)
     by_id = item_from_record("json", {"url": "/x", "id": " 42 "}, PAGE, FETCHED_AT)
 
     assert by_url is not None and by_id is not None
@@ -65,6 +66,7 @@ def test_an_item_is_identified_by_its_id_field_else_its_canonical_url() -> None:
         "A title",
     )
     assert by_id.id == "42"
+    assert tracked is not None and tracked.id == "http://site.example/X?a=1&b=2"
     assert item_from_record("page", {"title": "no way to name it"}, PAGE, FETCHED_AT) is None
 
 
