@@ -23,7 +23,7 @@ from marshmallow import ValidationError
 from sources.credentials import NAME_PATTERN
 from sources.registry import CREDENTIAL_SCHEMAS
 
-ROUTING_STRATEGIES = ("modulo", "rendezvous")
+ROUTING_STRATEGIES = ("modulo", "rendezvous", "weighted")
 MAX_SHARDS = 1024  # as many as a node accepts in a shard header
 MAX_FETCHERS = 256  # a node's threads stay bounded whatever the number of feeds
 
