@@ -249,6 +249,15 @@ class Router:
         node_of = dict(zip(distinct, nodes, strict=True))
         return [node_of[k] for k in keys]
 
+    def routes_over(self, live: Sequence[int], capacity: Mapping[int, int]) -> bool:
+        """Whether the router routes over these nodes already (weighted: these capacities)."""
+        return self.nodes == tuple(live) and self.capacity == self._weighed(live, capacity)
+
+    def _weighed(self, nodes: Sequence[int], capacity: Mapping[int, int] | None) -> dict[int, int]:
+        """Node -> capacity as routing weighs it: 1 each unless weighted (and when not said)."""
+        given = (capacity or {}) if self.strategy == "weighted" else {}
+        return {n: given.get(n, 1) for n in nodes}
+
     def rebuild(
         self,
         live: Sequence[int],
@@ -260,7 +269,7 @@ class Router:
         has room for. Empty `live` moves nothing: there is nowhere to go."""
         before, weighed = set(self.nodes), self.capacity
         self.nodes = tuple(sorted(set(live)))
-        self.capacity = {n: (capacity or {}).get(n, 1) for n in self.nodes}
+        self.capacity = self._weighed(self.nodes, capacity)
         if not self.nodes:
             return {}
         steady = all(weighed.get(n) == c for n, c in self.capacity.items())
