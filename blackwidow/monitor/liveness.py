@@ -90,13 +90,12 @@ class Liveness:
             return
         with self._sessions.begin() as session:
             gone = self._record_nodes(session, reports, targets, now)
-            capacity = dict(
-                session.execute(
-                    select(Node.id, Node.capacity)
-                    .where(Node.state.in_(LIVE_NODE_STATES))
-                    .order_by(Node.id)
-                ).tuples()
+            rows = session.execute(
+                select(Node.id, Node.capacity)
+                .where(Node.state.in_(LIVE_NODE_STATES))
+                .order_by(Node.id)
             )
+            capacity = {row.id: row.capacity for row in rows}
             self._statuses.record(session, reports, targets, now)
             if self._detector is not None:  # one leader judges nodes, so one tells of them
                 self._watch.holding(reports, {n: t.url for n, t in targets.items()})
