@@ -8,7 +8,7 @@ data sources this shard has placed on a node, which the node's last poll may not
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 
 class Placement:
@@ -71,3 +71,9 @@ class Placement:
     def keys_on(self, node_id: int) -> int:
         """Distinct source keys placed on a node: the data sources it will run for them."""
         return self._keys.get(node_id, 0)
+
+    def room(self, capacity: Mapping[int, int], reported: Mapping[int, int]) -> dict[int, int]:
+        """Node -> the data sources it may still take: its capacity less the larger of what
+        it last reported (other shards' keys too) and what this shard placed on it (pushes
+        a poll may not show yet). Negative when over."""
+        return {n: c - max(reported.get(n, 0), self.keys_on(n)) for n, c in capacity.items()}

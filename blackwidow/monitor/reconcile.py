@@ -150,7 +150,7 @@ class Reconciler:
         """Place runnable dirty crawlers, and every crawler when the node set changed."""
         crawlers = self._memory.crawlers
         capacity = {n: self._memory.capacity.get(n, 1) for n in live}
-        self._make_room(live, capacity, dirty)
+        self._make_room(capacity, dirty)
         if not self._router.routes_over(live, capacity):
             moved = self._router.rebuild(live, dict(self._placement.items()), capacity)
             self._figures.count("hard_reloads")
@@ -179,16 +179,12 @@ class Reconciler:
             on = {k: n for k in keys if (n := self._placement.node_of_key(k)) is not None}
             self._place(dict(zip(unplaced, self._router.route_many(keys, on), strict=True)))
 
-    def _make_room(self, live: tuple[int, ...], capacity: dict[int, int], dirty: set[int]) -> None:
-        """Weighted routing: each node's room, its capacity less the data sources it reported
-        or this shard placed on it (a poll may not show the latest yet); while some node has
-        room, the crawlers waiting for it are looked at again. Costs a step per node."""
+    def _make_room(self, capacity: dict[int, int], dirty: set[int]) -> None:
+        """Weighted routing: each node's room (Placement.room); while some node has room, the
+        crawlers waiting for it are looked at again. Costs a step per node."""
         if self._router.strategy != "weighted":
             return
-        reported, placement = self._memory.data_sources, self._placement
-        self._router.room = {
-            n: capacity[n] - max(reported.get(n, 0), placement.keys_on(n)) for n in live
-        }
+        self._router.room = self._placement.room(capacity, self._memory.data_sources)
         if self._waiting and any(room > 0 for room in self._router.room.values()):
             dirty |= self._waiting
             self._waiting = set()

@@ -1,9 +1,8 @@
-"""Weighted routing's desired node count, and the placement counts routing reads room from."""
+"""Weighted routing's desired node count: capacity for the data sources and the headroom."""
 
 import pytest
 
 from blackwidow.cluster import nodes_needed
-from blackwidow.monitor.placement import Placement
 
 
 @pytest.mark.parametrize(
@@ -21,26 +20,3 @@ from blackwidow.monitor.placement import Placement
 )
 def test_nodes_needed_counts_capacity(data_sources, capacities, headroom, expected):
     assert nodes_needed(data_sources, capacities, headroom) == expected
-
-
-def test_placement_counts_each_nodes_distinct_keys():
-    placement = Placement()
-    placement.put(1, "rss:a", 7)
-    placement.put(2, "rss:a", 7)
-    placement.put(3, "rss:b", 7)
-    placement.put(4, "rss:c", 8)
-    assert (placement.keys_on(7), placement.keys_on(8), placement.node_of_key("rss:a")) == (2, 1, 7)
-
-    placement.pop(1)  # crawler 2 still holds key a there
-    assert placement.keys_on(7) == 2
-    placement.put(2, "rss:a", 8)  # a move: the key leaves node 7 with its last crawler
-    assert (placement.keys_on(7), placement.keys_on(8), placement.node_of_key("rss:a")) == (1, 2, 8)
-
-    placement.pop(3)
-    placement.pop(3)  # twice is nothing
-    assert (placement.keys_on(7), placement.node_of_key("rss:b"), placement.get(3)) == (
-        0,
-        None,
-        None,
-    )
-    assert dict(placement.items()) == {2: ("rss:a", 8), 4: ("rss:c", 8)}
