@@ -8,7 +8,7 @@ data sources this shard has placed on a node, which the node's last poll may not
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
 
 class Placement:
@@ -77,3 +77,24 @@ class Placement:
         it last reported (other shards' keys too) and what this shard placed on it (pushes
         a poll may not show yet). Negative when over."""
         return {n: c - max(reported.get(n, 0), self.keys_on(n)) for n, c in capacity.items()}
+
+    def running_on(
+        self,
+        crawlers: Iterable[tuple[int, str]],
+        reported: Callable[[int], Collection[int]],
+        live: Collection[int],
+    ) -> dict[str, int]:
+        """Key -> the live node it is on now, for unplaced (crawler id, key) pairs, so weighted
+        routing leaves it there however full: where the key's crawlers are placed, else a
+        node `reported` running the crawler (a leader that just began, or every crawler read
+        afresh)."""
+        on: dict[str, int] = {}
+        for crawler_id, key in crawlers:
+            if key in on:
+                continue
+            node_id = self.node_of_key(key)
+            if node_id is None:
+                node_id = next((n for n in sorted(reported(crawler_id)) if n in live), None)
+            if node_id is not None:
+                on[key] = node_id
+        return on

@@ -176,7 +176,10 @@ class Reconciler:
                 unplaced.append(crawler_id)
         if unplaced:
             keys = [crawlers[c].uuid for c in unplaced]
-            on = {k: n for k in keys if (n := self._placement.node_of_key(k)) is not None}
+            on = {}
+            if self._router.strategy == "weighted":  # only it may route a key off its node
+                pairs = [(c, crawlers[c].uuid) for c in unplaced]
+                on = self._placement.running_on(pairs, self._memory.view.places, set(live))
             self._place(dict(zip(unplaced, self._router.route_many(keys, on), strict=True)))
 
     def _make_room(self, capacity: dict[int, int], dirty: set[int]) -> None:

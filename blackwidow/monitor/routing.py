@@ -11,13 +11,15 @@ weight mapped into (0, 1): a node's chance of the highest score is its share of 
 capacity, so a node twice as large gets about twice the keys, and a change of the node set
 still moves only what must move. A node with no room left (its data sources at its
 capacity) is given no new key: such a key goes to its next-best node with room, while the
-keys already on the full node stay there.
+keys already on the full node stay there. A placed key leaves its node only when the node
+leaves or shrinks, or for a node that joins or grows and is now its best.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
@@ -66,36 +68,44 @@ def _log_scores(
     return log_capacity[None, :] - np.log(-np.log(u))
 
 
+@dataclass(frozen=True)
+class Columns:
+    """The nodes as weighted routing weighs them, one entry per node in id order."""
+
+    hashes: np.ndarray  # uint64: each node's hash
+    capacity: np.ndarray  # int64: its weight
+    room: np.ndarray  # int64: new keys it may still take
+    draws: np.ndarray  # bool: it joined or grew, so it may draw keys from other nodes
+    releases: np.ndarray  # bool: it shrank, so its keys may go to any node with room
+
+
 def _best(
-    key_hashes: np.ndarray,
-    current: np.ndarray,
-    closed: np.ndarray,
-    node_hashes: np.ndarray,
-    log_capacity: np.ndarray,
+    key_hashes: np.ndarray, current: np.ndarray, closed: np.ndarray, nodes: Columns
 ) -> np.ndarray:
-    """Each key's best node (a column index) among those not `closed` and the one it is on
-    now (`current`, -1: none); -1 when every node is closed to it."""
+    """Each key's best node (a column index) among those not `closed`; -1 when every node is
+    closed to it. A key on a node now (`current`, -1: none) may always stay there; it leaves
+    only if its node releases it, or for a node that draws and is its best of all, so a
+    joining node takes its share of keys, wherever they were."""
+    log_capacity = np.log(nodes.capacity.astype(np.float64))
     chosen = np.empty(len(key_hashes), dtype=np.int64)
     for start in range(0, len(key_hashes), CHUNK_KEYS):
-        scores = _log_scores(key_hashes[start : start + CHUNK_KEYS], node_hashes, log_capacity)
+        scores = _log_scores(key_hashes[start : start + CHUNK_KEYS], nodes.hashes, log_capacity)
+        ideal = scores.argmax(axis=1)  # the first maximum: a tie goes to the lower id
         on = current[start : start + CHUNK_KEYS]
         rows = np.flatnonzero(on >= 0)
         kept = scores[rows, on[rows]]
         scores[:, closed] = -np.inf
         scores[rows, on[rows]] = kept
-        best = scores.argmax(axis=1)  # the first maximum: a tie goes to the lower id
+        best = scores.argmax(axis=1)
         best[np.isneginf(scores[np.arange(len(best)), best])] = -1
+        held = rows[~nodes.releases[on[rows]]]
+        drawn = nodes.draws[ideal[held]] & ~closed[ideal[held]]
+        best[held] = np.where(drawn, ideal[held], on[held])
         chosen[start : start + CHUNK_KEYS] = best
     return chosen
 
 
-def place_weighted(
-    key_hashes: np.ndarray,
-    current: np.ndarray,
-    node_hashes: np.ndarray,
-    capacity: np.ndarray,
-    room: np.ndarray,
-) -> np.ndarray:
+def place_weighted(key_hashes: np.ndarray, current: np.ndarray, nodes: Columns) -> np.ndarray:
     """Distinct keys' nodes (column indexes, -1: no node has room) by weighted rendezvous.
 
     A key stays allowed on its `current` node however full; a new key takes a node's room,
@@ -103,10 +113,9 @@ def place_weighted(
     closed to the rest, which take their next-best node; each round closes a node, so there
     are at most as many rounds as nodes.
     """
-    log_capacity = np.log(capacity.astype(np.float64))
-    room = np.maximum(room, 0)
+    room = np.maximum(nodes.room, 0)
     closed = room == 0
-    chosen = _best(key_hashes, current, closed, node_hashes, log_capacity)
+    chosen = _best(key_hashes, current, closed, nodes)
     while True:
         new = (chosen >= 0) & (chosen != current)
         over = np.flatnonzero(np.bincount(chosen[new], minlength=len(room)) > room)
@@ -116,9 +125,7 @@ def place_weighted(
         excess = np.concatenate(
             [np.flatnonzero(new & (chosen == node))[room[node] :] for node in over]
         )
-        chosen[excess] = _best(
-            key_hashes[excess], current[excess], closed, node_hashes, log_capacity
-        )
+        chosen[excess] = _best(key_hashes[excess], current[excess], closed, nodes)
 
 
 def _distinct_nodes(node_ids: Sequence[int]) -> list[int]:
@@ -233,20 +240,30 @@ class Router:
             chosen += nodes[weights.argmax(axis=1)].tolist()
         return chosen
 
-    def _route_weighted(self, keys: Sequence[str], current: Mapping[str, int]) -> list[int | None]:
-        """Equal keys are placed once, so they land together and take a node's room once."""
+    def _route_weighted(
+        self,
+        keys: Sequence[str],
+        current: Mapping[str, int],
+        draws: Collection[int] = (),
+        releases: Collection[int] = (),
+    ) -> list[int | None]:
+        """Equal keys are placed once, so they land together and take a node's room once. A
+        key on a live node stays there unless a node that `draws` beats it, or its node
+        `releases` it (see rebuild)."""
         distinct = list(dict.fromkeys(keys))
         column = {node: i for i, node in enumerate(self.nodes)}
         spare = len(distinct)  # room enough for every key: a node not named is not full
-        picked = place_weighted(
-            self._hashes(distinct),
-            np.array([column.get(current.get(k, -1), -1) for k in distinct], dtype=np.int64),
-            np.array([_node_hash(n) for n in self.nodes], dtype=np.uint64),
-            np.array([self.capacity.get(n, 1) for n in self.nodes], dtype=np.int64),
-            np.array([self.room.get(n, spare) for n in self.nodes], dtype=np.int64),
+        nodes = Columns(
+            hashes=np.array([_node_hash(n) for n in self.nodes], dtype=np.uint64),
+            capacity=np.array([self.capacity.get(n, 1) for n in self.nodes], dtype=np.int64),
+            room=np.array([self.room.get(n, spare) for n in self.nodes], dtype=np.int64),
+            draws=np.array([n in draws for n in self.nodes], dtype=bool),
+            releases=np.array([n in releases for n in self.nodes], dtype=bool),
         )
-        nodes = [self.nodes[i] if i >= 0 else None for i in picked.tolist()]
-        node_of = dict(zip(distinct, nodes, strict=True))
+        at = np.array([column.get(current.get(k, -1), -1) for k in distinct], dtype=np.int64)
+        picked = place_weighted(self._hashes(distinct), at, nodes)
+        chosen = [self.nodes[i] if i >= 0 else None for i in picked.tolist()]
+        node_of = dict(zip(distinct, chosen, strict=True))
         return [node_of[k] for k in keys]
 
     def routes_over(self, live: Sequence[int], capacity: Mapping[int, int]) -> bool:
@@ -278,8 +295,15 @@ class Router:
             candidates = [c for c, (_, node) in placement.items() if node not in self.nodes]
         else:
             candidates = list(placement)
-        current = {placement[c][0]: placement[c][1] for c in candidates}
-        routed = self.route_many([placement[c][0] for c in candidates], current)
+        keys = [placement[c][0] for c in candidates]
+        if self.strategy == "weighted":
+            # a key moves only off a node that left or shrank, or to one that joined or grew
+            current = {placement[c][0]: placement[c][1] for c in candidates}
+            draws = {n for n, c in self.capacity.items() if c > weighed.get(n, 0)}
+            releases = {n for n, c in self.capacity.items() if c < weighed.get(n, c)}
+            routed = self._route_weighted(keys, current, draws, releases)
+        else:
+            routed = self.route_many(keys)
         return {
             c: node for c, node in zip(candidates, routed, strict=True) if node != placement[c][1]
         }

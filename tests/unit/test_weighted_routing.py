@@ -66,6 +66,29 @@ def test_a_capacity_change_moves_keys_toward_the_grown_node_only():
     assert len(moved) / len(keys) == pytest.approx(0.75 - 0.5, abs=0.03)
 
 
+def test_a_shrunk_node_loses_keys_and_only_it():
+    keys = random_keys(3000)
+    router = Router("weighted")
+    router.rebuild([1, 2], {}, {1: 1, 2: 3})
+    placement = dict(enumerate(zip(keys, router.route_many(keys), strict=True)))
+    moved = router.rebuild([1, 2], placement, {1: 1, 2: 1})
+    assert {placement[c][1] for c in moved} == {2} and set(moved.values()) == {1}
+    assert len(moved) / len(keys) == pytest.approx(0.75 - 0.5, abs=0.03)
+
+
+def test_a_key_on_its_next_best_node_moves_on_a_join_only_to_the_joiner():
+    keys = random_keys(2000)
+    router = Router("weighted")
+    router.rebuild([1, 2], {}, {1: 1, 2: 1})
+    router.room = {1: 0}  # node 1 full: every key lands on node 2
+    placement = dict(enumerate(zip(keys, router.route_many(keys), strict=True)))
+    assert {node for _, node in placement.values()} == {2}
+    router.room = {}  # room everywhere now, but node 1 did not join: nothing moves to it
+    moved = router.rebuild([1, 2, 3], placement, {1: 1, 2: 1, 3: 1})
+    assert set(moved.values()) == {3}
+    assert len(moved) / len(keys) == pytest.approx(1 / 3, abs=0.03)
+
+
 def test_a_full_node_gets_no_new_key_each_goes_to_its_next_best():
     keys = random_keys(5000)
     router = Router("weighted")
