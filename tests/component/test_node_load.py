@@ -31,6 +31,7 @@ from spawn.app import create_node_app
 from spawn.load import ProcessLoad
 from spawn.node import Node
 from tests.component.conftest import ADMIN, SECRET, bearer, hub_settings
+from tests.component.test_dashboard import sign_in
 
 LOOPBACK = frozenset({"127.0.0.1"})
 
@@ -116,6 +117,9 @@ def test_the_nodes_api_lists_capacity_and_the_load_the_latest_poll_reported(
     listed = client.get("/api/v1/nodes", headers=bearer(ADMIN)).json[0]
     assert (listed["capacity"], listed["data_sources"], listed["subscribers"]) == (3, 2, 2)
     assert listed["cpu_percent"] >= 0 and listed["memory_bytes"] > 1_000_000
+    sign_in(client, ADMIN)
+    page = client.get("/").get_data(as_text=True)  # the cluster page's node table
+    assert "2 / 3" in page and f"{listed['memory_bytes'] / 1048576:.0f} MiB" in page
 
 
 @pytest.fixture
