@@ -165,7 +165,7 @@ def main() -> None:
     parser.add_argument("--crawlers", type=int, default=1000)
     parser.add_argument("--sizes", help="NxM[,NxM...] or 'preset' (10x1000 .. 1000x100000)")
     parser.add_argument("--database", default="sqlite", help="sqlite, postgres or both (a,b)")
-    parser.add_argument("--routing", default="modulo", help="modulo, rendezvous or both (a,b)")
+    parser.add_argument("--routing", default="modulo", help="modulo, rendezvous, weighted (a,b)")
     parser.add_argument("--shards", type=int, default=1, help="monitor shards = hub processes")
     parser.add_argument("--clients", type=int, default=8, help="threads creating crawlers")
     parser.add_argument(

@@ -14,8 +14,9 @@ from blackwidow.models import LIVE_NODE_STATES, Crawler, MonitorLock, Node, utcn
 from blackwidow.monitor.leader import lock_name
 from blackwidow.node_protocol import Shard
 
-_NODE_FIELDS = ("id", "url", "state", "generation", "subscribers", "data_sources")
-_NODE_FIELDS += ("last_polled_at",)
+_NODE_FIELDS = ("id", "url", "state", "generation", "capacity", "subscribers", "data_sources")
+_NODE_FIELDS += ("cpu_percent", "memory_bytes", "last_polled_at")
+DEFAULT_CAPACITY = 100.0  # what a node is assumed to hold when none is live to say
 
 
 def register(session: Session, url: str, capacity: int, alerts: Emitter) -> Node:
@@ -70,15 +71,36 @@ def judged_phi(session: Session, shards: int) -> dict[int, float]:
     return {int(node): max(0.0, float(value)) for node, value in judged}  # never a -0.0
 
 
-def count(session: Session) -> dict[str, int]:
-    """Active nodes, and how many the enabled crawlers' distinct data sources call for."""
-    active = session.execute(
-        select(func.count(), func.coalesce(func.avg(Node.capacity), 0)).where(
-            Node.state.in_(LIVE_NODE_STATES)
+def count(session: Session, weighted: bool = False, headroom: float = 0.0) -> dict[str, int]:
+    """Active nodes, and how many the enabled crawlers' distinct data sources call for: by
+    the live nodes' average capacity, or under weighted routing by capacity itself (see
+    capacity_needed)."""
+    live = list(session.scalars(select(Node.capacity).where(Node.state.in_(LIVE_NODE_STATES))))
+    data_sources = (
+        session.scalar(
+            select(func.count(func.distinct(Crawler.uuid))).where(Crawler.enabled.is_(True))
         )
-    ).one()
-    data_sources = session.scalar(
-        select(func.count(func.distinct(Crawler.uuid))).where(Crawler.enabled.is_(True))
+        or 0
     )
-    capacity = float(active[1]) or 100.0
-    return {"active": int(active[0]), "desired": max(1, math.ceil((data_sources or 0) / capacity))}
+    if weighted:
+        return {"active": len(live), "desired": nodes_needed(data_sources, live, headroom)}
+    average = sum(live) / len(live) if live else DEFAULT_CAPACITY
+    return {"active": len(live), "desired": max(1, math.ceil(data_sources / average))}
+
+
+def nodes_needed(data_sources: int, capacities: list[int], headroom: float) -> int:
+    """Nodes enough for `data_sources` plus `headroom` (a fraction) of capacity, under
+    weighted routing, where a node at its capacity takes nothing new. Pure.
+
+    The largest live nodes count first, so the answer is the fewest of them that hold it
+    all; if every live node together is short, as many more as the shortfall needs at their
+    average capacity. Never less than 1.
+    """
+    needed = math.ceil(data_sources * (1 + headroom))
+    held = 0
+    for used, capacity in enumerate(sorted(capacities, reverse=True), start=1):
+        held += capacity
+        if held >= needed:
+            return used
+    average = sum(capacities) / len(capacities) if capacities else DEFAULT_CAPACITY
+    return max(1, len(capacities) + math.ceil((needed - held) / average))

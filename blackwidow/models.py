@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     DateTime,
     ForeignKey,
     Index,
@@ -134,6 +135,9 @@ class Node(Base):
     last_polled_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     subscribers: Mapped[int] = mapped_column(default=0)
     data_sources: Mapped[int] = mapped_column(default=0)
+    # the node process's load at its latest poll answer (spawn.load); None until one reports
+    cpu_percent: Mapped[float | None] = mapped_column()
+    memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class Assignment(Base):

@@ -23,7 +23,7 @@ from marshmallow import ValidationError
 from sources.credentials import NAME_PATTERN
 from sources.registry import CREDENTIAL_SCHEMAS
 
-ROUTING_STRATEGIES = ("modulo", "rendezvous")
+ROUTING_STRATEGIES = ("modulo", "rendezvous", "weighted")
 MAX_SHARDS = 1024  # as many as a node accepts in a shard header
 MAX_FETCHERS = 256  # a node's threads stay bounded whatever the number of feeds
 
@@ -63,6 +63,9 @@ class Settings:
     feed_interval: float = 60.0
     fetch_deadline: float = 20.0  # seconds for a whole response, however slowly it trickles
     node_capacity: int = 100
+    # weighted routing: capacity kept spare beyond the data sources, as a fraction of them,
+    # when GET /api/v1/nodes/count says how many nodes are desired
+    capacity_headroom: float = 0.25
     redis_url: str | None = field(default=None, repr=False)
     queue_maxlen: int = 100_000  # entries each crawler's stream keeps, trimmed approximately
     node_buffer: int = 5000  # items a node holds per subscriber, and in its queue outbox
@@ -136,6 +139,13 @@ def _positive_int(name: str, raw: str) -> int:
         raise SettingsError(name, f"expected a whole number, got {raw!r}") from None
     if value < 1:
         raise SettingsError(name, f"must be at least 1, got {raw!r}")
+    return value
+
+
+def _headroom(name: str, raw: str) -> float:
+    value = _float(name, raw, "a fraction")
+    if not 0 <= value <= 10:
+        raise SettingsError(name, f"must be between 0 and 10, got {raw!r}")
     return value
 
 
@@ -253,6 +263,7 @@ _VARIABLES = {
     "BLACKWIDOW_FEED_INTERVAL": ("feed_interval", _seconds),
     "BLACKWIDOW_FETCH_DEADLINE": ("fetch_deadline", _seconds),
     "BLACKWIDOW_NODE_CAPACITY": ("node_capacity", _positive_int),
+    "BLACKWIDOW_CAPACITY_HEADROOM": ("capacity_headroom", _headroom),
     "BLACKWIDOW_REDIS_URL": ("redis_url", _text),
     "BLACKWIDOW_QUEUE_MAXLEN": ("queue_maxlen", _positive_int),
     "BLACKWIDOW_NODE_BUFFER": ("node_buffer", _positive_int),

@@ -24,11 +24,13 @@ class Node:
         clock: Callable[[], float],
         health: Callable[[], dict[str, Any]] = dict,
         held: Callable[[], int] = lambda: 0,
+        load: Callable[[], dict[str, float]] = dict,
     ) -> None:
         self.pool = pool
         self.clock = clock
         self.health = health  # what the node's sink says of its store and queue
         self.held = held  # items waiting for a store or queue that is down (polls carry it)
+        self.load = load  # CPU and memory in use (spawn.load), which every poll carries
         self.node_id: int | None = None
         self.generation: int | None = None  # the hub's fencing number for this registration
         self.last_polled_at = clock()
@@ -66,6 +68,9 @@ class Node:
             renewals.renew(shard, renewal.token, renewal.lease_after)
         subscribers, data_sources = self.pool.counts(keys)
         return {
+            # the whole node's, whichever shard polls: weighted routing gives a node no new
+            # data source once it runs as many as its capacity
+            "load": {"data_sources": self.pool.counts()[1], **self.load()},
             "renewal": renewals.token() if renewals is not None else None,
             "cursor": str(Cursor(changes.stream, changes.number)),
             "full": changes.full,

@@ -26,6 +26,7 @@ from sources.source_type import SourceContext
 from spawn import registration, watchdog
 from spawn.app import create_node_app
 from spawn.ledger import SqliteLedger, ledger_path
+from spawn.load import ProcessLoad
 from spawn.metrics import NodeMetrics
 from spawn.node import Node
 from spawn.sink import NodeSink
@@ -93,7 +94,7 @@ def run_node(
         queued = sink_health["queue"]["pending"] if sink_health["queue"] else 0
         return queued + (0 if sink_health["store"]["ok"] else pool.held())
 
-    node = Node(pool, clock=time.monotonic, health=health, held=held)
+    node = Node(pool, clock=time.monotonic, health=health, held=held, load=ProcessLoad())
     app = create_node_app(
         node, settings.cluster_secret, credentials, metrics, MetricsAccess.of(settings)
     )

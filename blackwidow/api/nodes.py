@@ -43,5 +43,7 @@ class Nodes(MethodView):
 class NodeCountView(MethodView):
     @blp.response(200, NodeCount)
     def get(self) -> dict[str, int]:
+        settings = hub().settings
         with transaction() as session:
-            return cluster.count(session)
+            weighted = settings.routing == "weighted"
+            return cluster.count(session, weighted, settings.capacity_headroom)

@@ -212,8 +212,17 @@ class NodeOut(Schema):
     url = fields.String()
     state = fields.String()  # active | suspect | dead
     generation = fields.Integer()
+    capacity = fields.Integer(metadata={"description": "data sources it registered to hold"})
     subscribers = fields.Integer()
-    data_sources = fields.Integer()
+    data_sources = fields.Integer(metadata={"description": "all it runs, at its latest poll"})
+    cpu_percent = fields.Float(
+        allow_none=True,
+        metadata={"description": "its process's CPU in use (% of one core); null: not reported"},
+    )
+    memory_bytes = fields.Integer(
+        allow_none=True,
+        metadata={"description": "its process's resident memory; null: not reported"},
+    )
     last_polled_at = fields.DateTime(allow_none=True)
     phi = fields.Float(
         allow_none=True,

@@ -26,7 +26,7 @@ def cluster_page() -> ResponseReturnValue:
     with transaction() as session:
         detail = health.detail(session, hub().store, utcnow(), settings.monitor_shards, hub().queue)
         nodes = cluster.report(session, settings.monitor_shards) if who.is_admin else None
-        count = cluster.count(session)
+        count = cluster.count(session, settings.routing == "weighted", settings.capacity_headroom)
         deliveries = history.recent(session, None if who.is_admin else who.user_id, SHOWN_ALERTS)
     return render_template(
         "dashboard/cluster.html",

@@ -38,6 +38,8 @@ _answered = (
         last_polled_at=bindparam("at"),
         subscribers=bindparam("subscribers"),
         data_sources=bindparam("sources"),
+        cpu_percent=bindparam("cpu"),
+        memory_bytes=bindparam("memory"),
     )
 )
 
@@ -88,16 +90,17 @@ class Liveness:
             return
         with self._sessions.begin() as session:
             gone = self._record_nodes(session, reports, targets, now)
-            live = tuple(
-                session.scalars(
-                    select(Node.id).where(Node.state.in_(LIVE_NODE_STATES)).order_by(Node.id)
-                )
+            rows = session.execute(
+                select(Node.id, Node.capacity)
+                .where(Node.state.in_(LIVE_NODE_STATES))
+                .order_by(Node.id)
             )
+            capacity = {row.id: row.capacity for row in rows}
             self._statuses.record(session, reports, targets, now)
             if self._detector is not None:  # one leader judges nodes, so one tells of them
                 self._watch.holding(reports, {n: t.url for n, t in targets.items()})
             self._watch.flush(session)
-        self._remember(reports, targets, gone, live)
+        self._remember(reports, targets, gone, capacity)
         self._prune(now)
 
     def _prune(self, now: float) -> None:
@@ -155,7 +158,9 @@ class Liveness:
                 "b_generation": targets[node_id].generation,
                 "at": utcnow(),
                 "subscribers": report.subscriber_total,
-                "sources": report.data_source_total,
+                "sources": report.load.data_sources if report.load else report.data_source_total,
+                "cpu": report.load.cpu_percent if report.load else None,
+                "memory": report.load.memory_bytes if report.load else None,
             }
             for node_id, report in reports.items()
             if report is not None
@@ -201,11 +206,19 @@ class Liveness:
         reports: dict[int, NodeReport | None],
         targets: dict[int, NodeTarget],
         gone: set[int],
-        live: tuple[int, ...],
+        capacity: dict[int, int],
     ) -> None:
+        """Into the shard's memory: what the nodes reported, the live nodes with their
+        capacity, and each one's data sources (what weighted routing leaves room by)."""
         memory = self._memory
+        live = tuple(capacity)
         with memory.lock:
             memory.targets = targets
+            memory.capacity = capacity
+            for node_id, report in reports.items():
+                if report is not None:
+                    total = report.load.data_sources if report.load else report.data_source_total
+                    memory.data_sources[node_id] = total
             for node_id in gone:
                 memory.dirty |= leases.lose_node(memory, node_id, self._started_at)
             for node_id, report in reports.items():
@@ -222,4 +235,6 @@ class Liveness:
                     "node set changed nodes=%s joined=%s left=%s", len(live), joined[:20], left[:20]
                 )
                 memory.live = live
+                for node_id in set(memory.data_sources) - set(live):
+                    del memory.data_sources[node_id]
         memory.polled.set()  # the reconciler runs after every poll, or as soon as it is free

@@ -22,6 +22,8 @@ class ShardMemory:
         self.crawlers: dict[int, Tracked] = {}
         self.view = ClusterView()
         self.live: tuple[int, ...] = ()  # live node ids, ascending
+        self.capacity: dict[int, int] = {}  # live node id -> the capacity it registered with
+        self.data_sources: dict[int, int] = {}  # node id -> all its data sources, last reported
         self.dirty: set[int] = set()
         self.limits: dict[int, int] = {}  # user id -> item limit, for users with one
         self.loaded = False  # the crawlers have been read since this leadership began

@@ -26,6 +26,25 @@ MAX_PARALLEL_CALLS = 64  # a node that times out holds up one of them, not the p
 
 
 @dataclass(frozen=True)
+class NodeLoad:
+    """What a node said of its load: all its data sources (whichever shard polled), and its
+    process's CPU (percent of one core) and memory in use, when it measures them."""
+
+    data_sources: int
+    cpu_percent: float | None = None
+    memory_bytes: int | None = None
+
+    @classmethod
+    def from_answer(cls, load: dict[str, Any]) -> NodeLoad:
+        cpu, memory = load.get("cpu_percent"), load.get("memory_bytes")
+        return cls(
+            data_sources=int(load["data_sources"]),
+            cpu_percent=None if cpu is None else float(cpu),
+            memory_bytes=None if memory is None else int(memory),
+        )
+
+
+@dataclass(frozen=True)
 class NodeReport:
     cursor: Cursor
     full: bool  # everything the node runs, rather than the changes since the cursor sent
@@ -39,6 +58,7 @@ class NodeReport:
     renewal: str | None = None  # the node's token, echoed by the next poll to renew its leases
     departed: list[dict[str, Any]] = field(default_factory=list)  # stopped sources' final counts
     departed_subscribers: list[dict[str, Any]] = field(default_factory=list)  # ... subscribers'
+    load: NodeLoad | None = None  # None from a node too old to report it
 
     def digests(self) -> dict[int, str]:
         return {int(s["crawler_id"]): str(s["digest"]) for s in self.subscribers}
@@ -53,6 +73,7 @@ class NodeReport:
         subscribers = list(answer["subscribers"])
         data_sources = list(answer["data_sources"])
         renewal = answer.get("renewal")
+        load = answer.get("load")
         return cls(
             cursor=Cursor.parse(str(answer["cursor"])) or Cursor("", 0),
             full=bool(answer.get("full", True)),
@@ -66,6 +87,7 @@ class NodeReport:
             renewal=renewal if _is_token(renewal) else None,
             departed=list(answer.get("departed_data_sources") or []),
             departed_subscribers=list(answer.get("departed_subscribers") or []),
+            load=NodeLoad.from_answer(load) if isinstance(load, dict) else None,
         )
 
 

@@ -27,6 +27,7 @@ from blackwidow.monitor.desired import facts, spec
 from blackwidow.monitor.intake import Intake
 from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient, NodeRejected, NodeTarget, NodeUnreachable
+from blackwidow.monitor.placement import Placement
 from blackwidow.monitor.poller import in_parallel
 from blackwidow.monitor.quota import ShardBudget
 from blackwidow.monitor.reload import Plan, plan_reload
@@ -69,7 +70,8 @@ class Reconciler:
         self._lease_horizon = lease_horizon
         self._shard = shard
         self._leading = leading  # False once the lock is lost: nothing more is pushed
-        self._placement: dict[int, int] = {}  # runnable crawler -> the node routing chose
+        self._placement = Placement()  # runnable crawler -> the node routing chose
+        self._waiting: set[int] = set()  # runnable, but no node had room (weighted routing)
         self._intake = Intake(memory, shard)
         self._targets: dict[int, NodeTarget] = {}
         self._budget: dict[int, ShardBudget] = {}  # this pass: user id -> its budget here
@@ -105,7 +107,7 @@ class Reconciler:
                 self._first_take = False
         else:
             for crawler_id in self._intake.replaced:  # its key may have changed: route again
-                self._placement.pop(crawler_id, None)
+                self._placement.pop(crawler_id)
         with self._sessions.begin() as session:
             budgets = self._budgets(session)
             plan, grants = self._decide(budgets)
@@ -147,11 +149,12 @@ class Reconciler:
     def _route(self, live: tuple[int, ...], dirty: set[int]) -> None:
         """Place runnable dirty crawlers, and every crawler when the node set changed."""
         crawlers = self._memory.crawlers
-        if self._router.nodes != live:
-            placed = {c: (crawlers[c].uuid, n) for c, n in self._placement.items()}
-            moved = self._router.rebuild(live, placed)
+        capacity = {n: self._memory.capacity.get(n, 1) for n in live}
+        self._make_room(capacity, dirty)
+        if not self._router.routes_over(live, capacity):
+            moved = self._router.rebuild(live, dict(self._placement.items()), capacity)
             self._figures.count("hard_reloads")
-            self._placement.update(moved)
+            self._place(moved)
             dirty |= set(moved)
             if not live:
                 dirty |= set(self._placement)
@@ -167,11 +170,38 @@ class Reconciler:
                 and not leases.held_by_lost_node(crawler, self._budget, now)
             )
             if not wanted or not live:
-                self._placement.pop(crawler_id, None)
+                self._placement.pop(crawler_id)
+                self._waiting.discard(crawler_id)
             elif crawler_id not in self._placement:
                 unplaced.append(crawler_id)
-        nodes = self._router.route_many([crawlers[c].uuid for c in unplaced]) if unplaced else []
-        self._placement.update(zip(unplaced, nodes, strict=True))
+        if unplaced:
+            keys = [crawlers[c].uuid for c in unplaced]
+            on = {}
+            if self._router.strategy == "weighted":  # only it may route a key off its node
+                pairs = [(c, crawlers[c].uuid) for c in unplaced]
+                on = self._placement.running_on(pairs, self._memory.view.places, set(live))
+            self._place(dict(zip(unplaced, self._router.route_many(keys, on), strict=True)))
+
+    def _make_room(self, capacity: dict[int, int], dirty: set[int]) -> None:
+        """Weighted routing: each node's room (Placement.room); while some node has room, the
+        crawlers waiting for it are looked at again. Costs a step per node."""
+        if self._router.strategy != "weighted":
+            return
+        self._router.room = self._placement.room(capacity, self._memory.data_sources)
+        if self._waiting and any(room > 0 for room in self._router.room.values()):
+            dirty |= self._waiting
+            self._waiting = set()
+
+    def _place(self, routed: dict[int, int | None]) -> None:
+        """Record routing's choices; a crawler no node has room for waits (weighted only)."""
+        crawlers = self._memory.crawlers
+        for crawler_id, node_id in routed.items():
+            if node_id is None:
+                self._placement.pop(crawler_id)
+                self._waiting.add(crawler_id)
+            else:
+                self._placement.put(crawler_id, crawlers[crawler_id].uuid, node_id)
+                self._waiting.discard(crawler_id)
 
     def _owned_of(self, crawler_ids: set[int]) -> dict[int, list[Tracked]]:
         """The crawlers of every user with a budget who owns one of these."""

@@ -111,14 +111,20 @@ class Cluster:
         return self.hub
 
     def add_node(
-        self, hub_url: str | None = None, advertise_url: str | None = None, port: int = 0
+        self,
+        hub_url: str | None = None,
+        advertise_url: str | None = None,
+        port: int = 0,
+        **env: str,
     ) -> processes.Running:
-        """A node; `hub_url` and `advertise_url` let a fault proxy sit on either path."""
+        """A node; `hub_url` and `advertise_url` let a fault proxy sit on either path, `env`
+        adds to its environment (e.g. BLACKWIDOW_NODE_CAPACITY)."""
         name = f"node{len(self.nodes) + 1}"
         args = ["spawn", "--hub", hub_url or self.hub_url, "--port", str(port)]
         if advertise_url:
             args += ["--advertise-url", advertise_url]
-        node = self._start(name, "blackwidow", *args)
+        started = processes.start(name, ("blackwidow", *args), {**self.env, **env}, self.workdir)
+        node = self.adopt(started)
         self.nodes.append(node)
         return node
 
