@@ -1,14 +1,14 @@
 """Nodes keep the CPU and memory in use their latest poll answer reported (null: not yet).
 
 Revision ID: 0014
-Revises: 0011
+Revises: 0013
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0014"
-down_revision = "0011"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 
