@@ -67,6 +67,9 @@ class SubscriberSpec:
     `credential` is the secret of a credential the user stored on the hub, when the query
     names one; None means the node's own credential of that name. It never reaches a repr.
     `priority` orders the crawler's fetches against others when a node is overloaded.
+    `schedule` (sources.timetable) sets when its data source polls; None: the node's interval.
+    It is not part of the source key: crawlers fetching the same thing share one source
+    whatever their schedules, which polls at the earliest tick among them.
     """
 
     crawler_id: int
@@ -78,6 +81,7 @@ class SubscriberSpec:
     retention_days: int | None = None
     credential: dict[str, Any] | None = field(default=None, repr=False)
     priority: str = DEFAULT_PRIORITY
+    schedule: dict[str, Any] | None = None
 
     @property
     def ceiling(self) -> int | None:
@@ -99,6 +103,8 @@ class SubscriberSpec:
             del data["credential"]
         if data["priority"] == DEFAULT_PRIORITY:
             del data["priority"]
+        if data["schedule"] is None:
+            del data["schedule"]
         return data
 
     @classmethod

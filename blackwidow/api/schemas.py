@@ -29,6 +29,12 @@ _retention = fields.Integer(
     validate=validate.Range(min=1, max=MAX_RETENTION_DAYS),
     metadata={"description": "days the crawler's items are kept; null keeps them"},
 )
+_SCHEDULE_HELP = (
+    '{"every": seconds} | {"cron": "*/15 * * * *", "timezone"?: "Europe/Paris"} | '
+    '{"cron": ..., "timezone"?: ..., "for": seconds}, a window the crawler runs in; '
+    "null: polled at the node's interval, always running (README: Schedules)"
+)
+_schedule = fields.Raw(allow_none=True, metadata={"description": _SCHEDULE_HELP})
 _PRIORITY_HELP = (
     f"{' | '.join(PRIORITIES)}: orders the crawler's fetches against others' "
     "when its node is overloaded"
@@ -119,6 +125,7 @@ class CrawlerCreate(Schema):
         validate=validate.OneOf(list(PRIORITIES)),
         metadata={"description": _PRIORITY_HELP},
     )
+    schedule = _schedule
 
 
 class CrawlerBatch(Schema):
@@ -139,6 +146,7 @@ class CrawlerUpdate(Schema):
     priority = fields.String(
         validate=validate.OneOf(list(PRIORITIES)), metadata={"description": _PRIORITY_HELP}
     )
+    schedule = _schedule
 
 
 class CrawlerOut(Schema):
@@ -152,7 +160,12 @@ class CrawlerOut(Schema):
     retention_days = fields.Integer(allow_none=True)
     enabled = fields.Boolean()
     priority = fields.String(metadata={"description": _PRIORITY_HELP})
+    schedule = fields.Dict(allow_none=True, metadata={"description": _SCHEDULE_HELP})
     state = fields.String()
+    next_start = fields.DateTime(
+        allow_none=True,
+        metadata={"description": "when a `scheduled` crawler's window opens next (UTC)"},
+    )
     node_id = fields.Integer(allow_none=True)
     items_collected = fields.Integer()
     items_delivered = fields.Integer(metadata={"description": "items its providers delivered"})

@@ -36,6 +36,7 @@ class Tracked:
     retention_days: int | None
     enabled: bool
     priority: str
+    schedule: dict[str, Any] | None
     state: str
     items_collected: int
     items_delivered: int
@@ -60,6 +61,7 @@ _COLUMNS = (
     Crawler.retention_days,
     Crawler.enabled,
     Crawler.priority,
+    Crawler.schedule,
     Crawler.state,
     Crawler.items_collected,
     Crawler.items_delivered,

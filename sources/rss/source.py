@@ -2,9 +2,10 @@
 
 Each feed is one entry of the node's fetch scheduler (sources.scheduler), added on start and
 withdrawn on stop; the source keeps what it knows of each feed between polls and decides,
-with sources.due, when it is next due. Keywords are not its business: each subscriber
-filters what the shared source delivers. Turning a fetched document into items is
-sources.rss.parse's job.
+with sources.due, when it is next due: at the earliest tick of its subscribers' schedules
+(sources.timetable), or later when the server or a failure asks. Keywords are not its
+business: each subscriber filters what the shared source delivers. Turning a fetched
+document into items is sources.rss.parse's job.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from sources import due
+from sources import due, timetable
 from sources.fetcher import FetchError, FetchResult, GuardedFetcher, HttpStatusError
 from sources.model import (
     DEFAULT_PRIORITY,
@@ -47,6 +48,7 @@ class _Feed:
 
     url: str
     next_poll_at: float = float("-inf")
+    polled_on: float | None = None  # when it was last polled, on the source's clock
     failures: int = 0  # the error streak
     error: str | None = None
     fetched_at: datetime | None = None  # when it was last fetched (or tried)
@@ -95,11 +97,16 @@ class RssSource:
         interval: float,
         clock: Callable[[], float] = time.monotonic,
         scheduler: FetchScheduler | None = None,
+        epoch_offset: float | None = None,
     ) -> None:
         self.key = key
         self._fetcher = fetcher
         self._interval = interval
         self._clock = clock
+        # the source's clock plus this is epoch seconds, what schedules tick in; fixed, so a
+        # tick planned on one clock comes due on the other at the same instant
+        self._epoch_offset = time.time() - clock() if epoch_offset is None else epoch_offset
+        self._schedules: dict[int, dict[str, Any] | None] = {}  # crawler id -> its schedule
         # Canonical URLs, as in the source key: two spellings of one feed are fetched once.
         self._feeds = [_Feed(url) for url in dict.fromkeys(map(canonical_url, query["feeds"]))]
         self._sink: SourceSink | None = None
@@ -136,13 +143,38 @@ class RssSource:
             scheduler.stop()
 
     def attach(self, spec: SubscriberSpec) -> None:
-        """The feeds take the highest priority among the subscribers sharing them."""
+        """The feeds take the highest priority among the subscribers sharing them, and poll
+        at the earliest tick among their schedules."""
         self._weights[spec.crawler_id] = PRIORITIES.get(spec.priority, 0)
         self._reweigh()
+        if self._schedules.get(spec.crawler_id, False) != spec.schedule:
+            self._schedules[spec.crawler_id] = spec.schedule
+            self._replan()
 
     def detach(self, crawler_id: int) -> None:
         self._weights.pop(crawler_id, None)
         self._reweigh()
+        if self._schedules.pop(crawler_id, None) is not None:
+            self._replan()
+
+    def _wait(self, feed: _Feed, now: float) -> float:
+        """Seconds from a poll at `now` (the source's clock) to the feed's next tick: the
+        earliest among its subscribers' schedules (sources.timetable)."""
+        polled_at = now + self._epoch_offset
+        next_at = timetable.next_poll_at(self._schedules.values(), polled_at, self._interval)
+        return next_at - polled_at
+
+    def _replan(self) -> None:
+        """Subscribers came or went with schedules: a feed that is waiting after a good poll
+        is due again at the new earliest tick (a failing one keeps its backoff)."""
+        moved = []
+        for feed in self._feeds:
+            if feed.polled_on is not None and feed.failures == 0:
+                wait = self._wait(feed, feed.polled_on)
+                feed.next_poll_at = due.after_success(feed.polled_on, wait, feed.ttl, feed.lifetime)
+                moved.append((feed, feed.next_poll_at))
+        if self._running is not None:
+            self._running.reschedule(moved)
 
     def _weight(self) -> int:
         return max(self._weights.values(), default=PRIORITIES[DEFAULT_PRIORITY])
@@ -200,7 +232,7 @@ class RssSource:
 
     def _poll(self, feed: _Feed, sink: SourceSink, now: float) -> None:
         """Fetch, parse and deliver one feed; any failure becomes the feed's error and a backoff."""
-        feed.fetched_at, feed.status = datetime.now(UTC), None
+        feed.fetched_at, feed.status, feed.polled_on = datetime.now(UTC), None, now
         try:
             self._fetch_and_deliver(feed, sink)
         except HttpStatusError as error:
@@ -218,12 +250,14 @@ class RssSource:
             log.exception("feed failed url=%s reason=unexpected", feed.url)
         else:
             feed.failures, feed.error, feed.succeeded_at = 0, None, feed.fetched_at
-            feed.next_poll_at = due.after_success(now, self._interval, feed.ttl, feed.lifetime)
+            wait = self._wait(feed, now)
+            feed.next_poll_at = due.after_success(now, wait, feed.ttl, feed.lifetime)
 
     def _failed(self, feed: _Feed, now: float, reason: str, asked: float | None = None) -> None:
         feed.failures += 1
         feed.error = reason
-        feed.next_poll_at = due.after_failure(now, self._interval, feed.failures, asked)
+        wait = self._wait(feed, now)
+        feed.next_poll_at = due.after_failure(now, wait, feed.failures, asked)
 
     def _fetch_and_deliver(self, feed: _Feed, sink: SourceSink) -> None:
         result = self._fetcher.get(feed.url, feed.conditional_headers())
