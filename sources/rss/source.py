@@ -161,7 +161,8 @@ class RssSource:
         """Seconds from a poll at `now` (the source's clock) to the feed's next tick: the
         earliest among its subscribers' schedules (sources.timetable)."""
         polled_at = now + self._epoch_offset
-        next_at = timetable.next_poll_at(self._schedules.values(), polled_at, self._interval)
+        schedules = list(self._schedules.values())  # one copy: attach runs on other threads
+        next_at = timetable.next_poll_at(schedules, polled_at, self._interval)
         return next_at - polled_at
 
     def _replan(self) -> None:
