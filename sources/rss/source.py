@@ -154,7 +154,8 @@ class RssSource:
     def detach(self, crawler_id: int) -> None:
         self._weights.pop(crawler_id, None)
         self._reweigh()
-        if self._schedules.pop(crawler_id, None) is not None:
+        if crawler_id in self._schedules:  # the tick it asked for may have been the earliest
+            del self._schedules[crawler_id]
             self._replan()
 
     def _wait(self, feed: _Feed, now: float) -> float:
@@ -257,7 +258,9 @@ class RssSource:
     def _failed(self, feed: _Feed, now: float, reason: str, asked: float | None = None) -> None:
         feed.failures += 1
         feed.error = reason
-        wait = self._wait(feed, now)
+        # backoff counts from the schedule's period, or the node's interval if that is shorter:
+        # a failed daily poll is retried within the day, not a day or more later
+        wait = min(self._wait(feed, now), self._interval)
         feed.next_poll_at = due.after_failure(now, wait, feed.failures, asked)
 
     def _fetch_and_deliver(self, feed: _Feed, sink: SourceSink) -> None:

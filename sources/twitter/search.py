@@ -78,7 +78,8 @@ class TwitterSearchSource(ThreadedSource):
     def _run(self, sink: SourceSink) -> None:
         while not self._stop.is_set():
             polled_at = time.time()
-            wait = self._round(sink, self._next_at(polled_at) - polled_at)
+            # a failed round backs off from the tick, or the interval if shorter (see RssSource)
+            wait = self._round(sink, min(self._next_at(polled_at) - polled_at, self._interval))
             if wait is None:
                 self._sleep_until_tick(polled_at)
             else:
@@ -100,7 +101,7 @@ class TwitterSearchSource(ThreadedSource):
 
     def _round(self, sink: SourceSink, wait: float) -> float | None:
         """Poll every query once; None when it went well, else the seconds to wait (at least
-        `wait`, to the next tick, unless the provider's rate limit resets sooner)."""
+        `wait`, unless the provider's rate limit resets sooner)."""
         try:
             for query in self._queries:
                 self.poll(query, sink)

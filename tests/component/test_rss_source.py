@@ -322,3 +322,16 @@ def test_a_feed_polls_at_its_subscribers_cron_ticks(
 
     assert polls_at(source, clock, server, 0, 16.9) == 1
     assert polls_at(source, clock, server, 17, 36.9, 37) == 3
+
+
+def test_a_failing_feed_with_a_long_schedule_backs_off_from_the_interval(
+    server: HostileServer, clock: FakeClock
+) -> None:
+    source = rss_source(clock, server.url("/error-500"))
+    source.attach(subscriber(1, {"every": 86400}))
+
+    for moment in (0, 2 * INTERVAL - 1, 2 * INTERVAL):  # retried after 2 intervals, not 2 days
+        clock.now = moment
+        source.poll_due(RecordingSink())
+
+    assert len(server.requests_to("/error-500")) == 2
