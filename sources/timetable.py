@@ -13,6 +13,7 @@ its occurrences.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -92,12 +93,21 @@ def _cron_after(schedule: Mapping[str, Any], at: float) -> float:
     return croniter(schedule["cron"], datetime.fromtimestamp(at, zone)).get_next(float)
 
 
-def _cron_at_or_before(schedule: Mapping[str, Any], at: float) -> float:
-    """The latest cron time at or before `at`."""
-    zone = ZoneInfo(schedule.get("timezone", "UTC"))
-    before = croniter(schedule["cron"], datetime.fromtimestamp(at, zone)).get_prev(float)
-    following = _cron_after(schedule, before)
-    return following if following <= at else before
+def _around(schedule: Mapping[str, Any], at: float) -> tuple[float, float]:
+    """The latest cron time at or before `at`, and the first after it."""
+    return _cron_around(schedule["cron"], schedule.get("timezone", "UTC"), at)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cron_around(cron: str, timezone: str, at: float) -> tuple[float, float]:
+    """Cached: a monitor pass asks this at one instant for every crawler of a schedule, and
+    croniter takes most of a millisecond a time."""
+    ticks = croniter(cron, datetime.fromtimestamp(at, ZoneInfo(timezone)))
+    before = ticks.get_prev(float)
+    following = ticks.get_next(float)
+    if following > at:
+        return before, following
+    return following, ticks.get_next(float)
 
 
 def next_tick(schedule: Mapping[str, Any], after: float) -> float | None:
@@ -114,7 +124,7 @@ def window_open(schedule: Mapping[str, Any] | None, at: float) -> bool:
     """Whether a crawler may run at `at`: always, unless its window is closed then."""
     if not schedule or "for" not in schedule:
         return True
-    return at < _cron_at_or_before(schedule, at) + schedule["for"]
+    return at < _around(schedule, at)[0] + schedule["for"]
 
 
 def window_change_at(schedule: Mapping[str, Any] | None, at: float) -> float | None:
@@ -122,18 +132,16 @@ def window_change_at(schedule: Mapping[str, Any] | None, at: float) -> float | N
     At a close the window may stay open, when the next opening came first: ask again then."""
     if not schedule or "for" not in schedule:
         return None
-    opened_at = _cron_at_or_before(schedule, at)
-    if at < opened_at + schedule["for"]:
-        return opened_at + schedule["for"]
-    return _cron_after(schedule, at)
+    opened_at, next_at = _around(schedule, at)
+    return opened_at + schedule["for"] if at < opened_at + schedule["for"] else next_at
 
 
 def next_start_at(schedule: Mapping[str, Any] | None, at: float) -> float | None:
     """When the window opens next, or opened, if it is open at `at`; None: no window."""
     if not schedule or "for" not in schedule:
         return None
-    opened_at = _cron_at_or_before(schedule, at)
-    return opened_at if at < opened_at + schedule["for"] else _cron_after(schedule, at)
+    opened_at, next_at = _around(schedule, at)
+    return opened_at if at < opened_at + schedule["for"] else next_at
 
 
 def next_poll_at(
