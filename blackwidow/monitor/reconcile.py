@@ -45,6 +45,10 @@ class Outcome:
     removed: dict[int, list[int]] = field(default_factory=dict)  # node -> crawler ids
 
 
+def _schedule(crawler: Tracked | None) -> dict[str, Any] | None:
+    return None if crawler is None else crawler.schedule
+
+
 class Reconciler:
     def __init__(
         self,
@@ -137,7 +141,8 @@ class Reconciler:
         with memory.lock:
             dirty = memory.dirty
             memory.dirty = set()
-            dirty.update(self._windows_due())
+            crawlers = memory.crawlers  # and those whose window opened or closed meanwhile
+            dirty.update(memory.windows.due(self._now_at, lambda c: _schedule(crawlers.get(c))))
             self._budget = budgets
             # a budget is shared and leases follow rates: every pass looks again at every
             # crawler of a user with a budget (only those users cost more than their changes)
@@ -148,16 +153,6 @@ class Reconciler:
             self._build_specs(dirty, lease_of)
             self._dirty = dirty
             return self._diff(dirty), grants
-
-    def _windows_due(self) -> list[int]:
-        """Crawlers whose window opened or closed since the last pass, their next boundary
-        planned; called with the memory's lock held."""
-        memory, now_at = self._memory, self._now_at
-        came = memory.windows.due(now_at)
-        for crawler_id in came:
-            if (crawler := memory.crawlers.get(crawler_id)) is not None:
-                memory.windows.plan(crawler_id, crawler.schedule, now_at)
-        return came
 
     def _route(self, live: tuple[int, ...], dirty: set[int]) -> None:
         """Place runnable dirty crawlers, and every crawler when the node set changed."""

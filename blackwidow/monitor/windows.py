@@ -9,7 +9,7 @@ crawler change re-plans that crawler (README step 3).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from sources import timetable
@@ -47,15 +47,18 @@ class WindowTimers:
         self._heap = [(at, c) for c, at in self._at.items()]
         heapq.heapify(self._heap)
 
-    def due(self, now: float) -> list[int]:
-        """The crawlers whose boundary has come, each planned again past `now`; their window
-        opened or closed, so the monitor looks at them again."""
+    def due(self, now: float, schedule_of: Callable[[int], Schedule]) -> list[int]:
+        """The crawlers whose boundary has come: their window opened or closed, so the
+        monitor looks at them again. Each is planned again past `now` from its schedule as
+        `schedule_of` gives it now (None: the crawler is gone, or has no window any more)."""
         came: list[int] = []
         while self._heap and self._heap[0][0] <= now:
             at, crawler_id = heapq.heappop(self._heap)
             if self._at.get(crawler_id) == at:
                 del self._at[crawler_id]
                 came.append(crawler_id)
+        for crawler_id in came:
+            self.plan(crawler_id, schedule_of(crawler_id), now)
         return came
 
     def next_at(self) -> float | None:
