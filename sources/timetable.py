@@ -19,10 +19,11 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterError, croniter
 
 FIELDS = ("every", "cron", "timezone", "for")
 MAX_SECONDS = 366 * 24 * 3600  # a year: longer is surely a mistake in the unit
+_CHECKED_AT = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a cron must come before and after it
 
 
 class ScheduleError(ValueError):
@@ -74,6 +75,11 @@ def _cron(expression: Any) -> str:
     text = " ".join(expression.split())
     if not croniter.is_valid(text):
         raise ScheduleError("schedule.cron", f"not a valid cron expression: {text!r}")
+    try:  # "0 0 30 2 *" parses, but a crawler on it would wait for ever
+        croniter(text, _CHECKED_AT).get_next(float)
+        croniter(text, _CHECKED_AT).get_prev(float)  # a window looks back for its opening
+    except CroniterError:
+        raise ScheduleError("schedule.cron", f"never comes: {text!r}") from None
     return text
 
 

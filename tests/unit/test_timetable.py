@@ -188,6 +188,7 @@ def test_next_poll_of_a_shared_source(schedules: list, expected: float) -> None:
         ({"cron": "* * * *"}, "schedule.cron"),
         ({"cron": "61 * * * *"}, "schedule.cron"),
         ({"cron": "* * * * * * *"}, "schedule.cron"),
+        ({"cron": "0 0 30 2 *"}, "schedule.cron"),  # February 30th never comes
         ({"cron": 5}, "schedule.cron"),
         ({"cron": "* * * * *", "timezone": "Mars/Olympus"}, "schedule.timezone"),
         ({"cron": "* * * * *", "timezone": "../etc/passwd"}, "schedule.timezone"),
