@@ -36,13 +36,13 @@ class Tracked:
     retention_days: int | None
     enabled: bool
     priority: str
-    schedule: dict[str, Any] | None
     state: str
     items_collected: int
     items_delivered: int
     lease: int
     rate: float
     last_error: str | None
+    schedule: dict[str, Any] | None = None  # when it polls, or the window it runs in
     spec: SubscriberSpec | None = None  # what to push, while it is runnable
     failing: bool = False  # what its node last said: its data source gets nothing
     digest: str | None = None
@@ -61,13 +61,13 @@ _COLUMNS = (
     Crawler.retention_days,
     Crawler.enabled,
     Crawler.priority,
-    Crawler.schedule,
     Crawler.state,
     Crawler.items_collected,
     Crawler.items_delivered,
     Crawler.lease,
     Crawler.rate,
     Crawler.last_error,
+    Crawler.schedule,
 )
 
 
