@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from marshmallow import ValidationError
@@ -14,15 +15,19 @@ from blackwidow.crawler_keys import key_for
 from blackwidow.errors import ApiError, invalid_input
 from blackwidow.models import MAX_INTEGER, Assignment, Crawler, Node
 from blackwidow.monitor.node_client import NodeClient, NodeTarget, NodeUnreachable
+from sources import timetable
 from sources.model import DEFAULT_PRIORITY
 from sources.registry import SOURCE_TYPES
 
-_EDITABLE = ("name", "item_limit", "retention_days", "recollect_after", "enabled", "priority")
+_EDITABLE = (
+    *("name", "item_limit", "retention_days", "recollect_after", "enabled", "priority"),
+    "schedule",
+)
 # what a create writes; the columns' defaults fill the rest (rate, lease, timestamps)
 _WRITTEN = (
     *("uuid", "user_id", "name", "source", "query", "item_limit", "retention_days"),
-    *("recollect_after", "enabled", "priority", "state", "items_collected", "items_delivered"),
-    "last_error",
+    *("recollect_after", "enabled", "priority", "schedule", "state"),
+    *("items_collected", "items_delivered", "last_error"),
 )
 # one instance per source type, built once: a marshmallow schema keeps no state between loads,
 # and building one copies every declared field
@@ -38,6 +43,14 @@ def validated_query(source: str, query: dict[str, Any]) -> dict[str, Any]:
         return _QUERY_SCHEMAS[source].load(query)
     except ValidationError as error:
         raise invalid_input(error.messages, "query") from None
+
+
+def validated_schedule(schedule: Any) -> dict[str, Any] | None:
+    """The schedule checked by sources.timetable; errors name e.g. `schedule.cron`."""
+    try:
+        return timetable.check(schedule)
+    except timetable.ScheduleError as error:
+        raise ApiError(422, "invalid", f"{error.field}: {error}", error.field) from None
 
 
 def create(session: Session, caller: Caller, data: dict[str, Any]) -> Crawler:
@@ -65,6 +78,7 @@ def owner(caller: Caller) -> int:
 def new(session: Session, user_id: int, data: dict[str, Any]) -> Crawler:
     """A user's crawler from one validated create body, not yet added to the session."""
     query = validated_query(data["source"], data["query"])
+    schedule = validated_schedule(data.get("schedule"))
     enabled = data.get("enabled", True)
     return Crawler(
         user_id=user_id,
@@ -77,6 +91,7 @@ def new(session: Session, user_id: int, data: dict[str, Any]) -> Crawler:
         recollect_after=data.get("recollect_after"),
         enabled=enabled,
         priority=data.get("priority", DEFAULT_PRIORITY),
+        schedule=schedule,
         state="pending" if enabled else "disabled",
         items_collected=0,
         items_delivered=0,
@@ -180,6 +195,8 @@ def update(session: Session, crawler: Crawler, edits: dict[str, Any]) -> Crawler
     if not edits:
         return crawler
     former_key = crawler.uuid
+    if "schedule" in edits:
+        edits = {**edits, "schedule": validated_schedule(edits["schedule"])}
     if "query" in edits:
         crawler.query = validated_query(crawler.source, edits["query"])
         crawler.uuid = key_for(session, crawler.user_id, crawler.source, crawler.query)
@@ -211,6 +228,15 @@ def reconsider(crawler: Crawler) -> Crawler:
         crawler.state = "pending"  # re-enabled, or its limit raised: the monitor assigns it again
         crawler.last_error = None
     return crawler
+
+
+def next_start(crawler: Crawler, now: float) -> datetime | None:
+    """When a crawler waiting for its window (state `scheduled`) starts: the window's next
+    opening, or the current one's, when the monitor has not started it yet."""
+    if crawler.state != "scheduled":
+        return None
+    start = timetable.next_start_at(crawler.schedule, now)
+    return None if start is None else datetime.fromtimestamp(start, UTC)
 
 
 def node_of(session: Session, crawler_id: int) -> int | None:

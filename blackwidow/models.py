@@ -104,6 +104,8 @@ class Crawler(Base):
     enabled: Mapped[bool] = mapped_column(default=True)
     # orders its fetches against others' on an overloaded node (sources.model.PRIORITIES)
     priority: Mapped[str] = mapped_column(String(10), default="normal", server_default="normal")
+    # when its data source polls, or the window it runs in (sources.timetable); None: always
+    schedule: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # indexed: the health detail counts crawlers by state, reading the index alone
     state: Mapped[str] = mapped_column(String(20), default="pending", index=True)
     items_collected: Mapped[int] = mapped_column(default=0)

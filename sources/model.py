@@ -69,6 +69,9 @@ class SubscriberSpec:
     `priority` orders the crawler's fetches against others when a node is overloaded.
     `recollect_after` is the length of its time segments in seconds (sources.segments): an
     item may be collected again, as a new version, once its segment has passed (None: never).
+    `schedule` (sources.timetable) sets when its data source polls; None: the node's interval.
+    It is not part of the source key: crawlers fetching the same thing share one source
+    whatever their schedules, which polls at the earliest tick among them.
     """
 
     crawler_id: int
@@ -81,6 +84,7 @@ class SubscriberSpec:
     credential: dict[str, Any] | None = field(default=None, repr=False)
     priority: str = DEFAULT_PRIORITY
     recollect_after: int | None = None
+    schedule: dict[str, Any] | None = None
 
     @property
     def ceiling(self) -> int | None:
@@ -104,6 +108,8 @@ class SubscriberSpec:
             del data["priority"]
         if data["recollect_after"] is None:
             del data["recollect_after"]
+        if data["schedule"] is None:
+            del data["schedule"]
         return data
 
     @classmethod

@@ -69,7 +69,8 @@ class PagedSource:
         self._page_limit = page_limit
         self._page_interval = page_interval
         self._clock = clock
-        self._entries = ScheduledEntries(scheduler, f"paged-source-{key}")
+        name = f"paged-source-{key}"
+        self._entries = ScheduledEntries(scheduler, name, interval, self._replanned, clock)
         self._sink: SourceSink | None = None
         self._walk: _Walk | None = None
         self._items: dict[str, Item] = {}  # of the last whole walk
@@ -126,12 +127,20 @@ class PagedSource:
         if self._walk is not None:  # from this page's start, as a crawl-delay
             self._first.next_poll_at = now + self._page_interval
             return NextPoll(self._first.next_poll_at)
-        self._first.next_poll_at = self._next_due_at(now)
-        return NextPoll(self._first.next_poll_at, retry=self._first.failures > 0)
+        return NextPoll(self._next_due_at(now), retry=self._first.failures > 0)
 
     def _next_due_at(self, now: float) -> float:
-        """When the next walk starts, after one that ended at `now`: the one place it is decided."""
-        return self._first.next_due_at(now, self._interval)
+        """When the next walk starts, after one that ended at `now`: at the next tick of the
+        subscribers' schedules (sources.scheduled), or later when the server or a failure asks."""
+        return self._first.plan(now, self._entries.wait(now), self._interval)
+
+    def _replanned(self) -> list[tuple[PollState, float]]:
+        """Subscribers came or went with schedules: a listing waiting between walks is due at
+        the new earliest tick (mid-walk, its next page keeps its politeness delay)."""
+        if self._walk is not None:
+            return []
+        due_at = self._first.replan(self._entries.wait, self._interval)
+        return [] if due_at is None else [(self._first, due_at)]
 
     def _begin(self, sink: SourceSink) -> None:
         """The first page, fetched conditionally: unchanged, it ends the poll at once."""

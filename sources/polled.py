@@ -8,7 +8,7 @@ from them with sources.due. No I/O: the data sources fetch and call these.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,6 +26,7 @@ class PollState:
 
     url: str
     next_poll_at: float = float("-inf")
+    polled_on: float | None = None  # when its last poll ended, on the source's clock
     failures: int = 0  # the error streak
     error: str | None = None
     asked: float | None = None  # seconds the server asked to wait (Retry-After) on the last failure
@@ -85,10 +86,25 @@ class PollState:
             if error.status in _ASKS_TO_WAIT:
                 self.asked = due.retry_after(error.headers, datetime.now(UTC))
 
-    def next_due_at(self, now: float, interval: float, *lifetimes: float | None) -> float:
-        """When it is next due after a poll that ended at `now`: the backoff while failing,
-        else one interval on, or later if the server (or the document, `lifetimes`) says
-        its content lasts longer."""
+    def plan(self, now: float, wait: float, interval: float, *lifetimes: float | None) -> float:
+        """Set when it is next due after a poll that ended at `now`: `wait` on (the next tick
+        of its schedules, sources.scheduled), or later if the server (or the document,
+        `lifetimes`) says its content lasts longer. While failing, a backoff from the shorter
+        of `wait` and the node's `interval`: a failed daily poll is retried within the day."""
+        self.polled_on = now
         if self.failures:
-            return due.after_failure(now, interval, self.failures, self.asked)
-        return due.after_success(now, interval, self.lifetime, *lifetimes)
+            wait = min(wait, interval)
+            self.next_poll_at = due.after_failure(now, wait, self.failures, self.asked)
+        else:
+            self.next_poll_at = due.after_success(now, wait, self.lifetime, *lifetimes)
+        return self.next_poll_at
+
+    def replan(
+        self, wait: Callable[[float], float], interval: float, *lifetimes: float | None
+    ) -> float | None:
+        """Its subscribers' schedules changed (`wait`: from a poll to the next tick, as they
+        are now): when it is due instead, from its last poll. None when it was never polled,
+        or is failing (its backoff stands)."""
+        if self.polled_on is None or self.failures:
+            return None
+        return self.plan(self.polled_on, wait(self.polled_on), interval, *lifetimes)

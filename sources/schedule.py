@@ -116,6 +116,13 @@ class Schedule:
         elif entry is not None:
             entry.state = GONE
 
+    def reschedule(self, key: Hashable, due_at: float) -> None:
+        """Move a waiting entry's due time (its sharers' schedules changed); one that is due,
+        running or gone already is left alone: it plans its next time when it has run."""
+        entry = self._entries.get(key)
+        if entry is not None and entry.state == WAITING:
+            self._wait(entry, due_at)
+
     def reweigh(self, key: Hashable, weight: int) -> None:
         """Change an entry's priority weight; a queued one moves to its new class."""
         entry = self._entries.get(key)

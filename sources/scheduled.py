@@ -1,5 +1,9 @@
 """A polled data source's entries on the node's fetch scheduler: added on start, weighed by the
-priorities of the subscribers sharing them, withdrawn on stop.
+priorities of the subscribers sharing them, timed by their schedules, withdrawn on stop.
+
+A source shared by several subscribers polls at the earliest tick among their schedules
+(sources.timetable); when one comes or goes with a schedule, the source re-plans its waiting
+entries and they move on the scheduler.
 
 Without a node scheduler (a source run on its own, in a test or a script) it runs a scheduler
 of one fetcher for the source alone.
@@ -8,23 +12,43 @@ of one fetcher for the source alone.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Hashable, Mapping
+import time
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
+from sources import timetable
 from sources.model import DEFAULT_PRIORITY, PRIORITIES, SubscriberSpec
 from sources.scheduler import FetchScheduler, Job
+
+# A source's way to re-plan its waiting entries when its subscribers' schedules change:
+# (key, new due time) for each entry that moves.
+Replan = Callable[[], Iterable[tuple[Hashable, float]]]
 
 
 class ScheduledEntries:
     """The entries of one data source, each a key with its host and its job."""
 
-    def __init__(self, scheduler: FetchScheduler | None, name: str) -> None:
+    def __init__(
+        self,
+        scheduler: FetchScheduler | None,
+        name: str,
+        interval: float,
+        replan: Replan,
+        clock: Callable[[], float] = time.monotonic,
+        epoch_offset: float | None = None,
+    ) -> None:
         self._scheduler = scheduler  # the node's; None: one of the source's own, once started
         self._name = name  # names the threads of a scheduler of its own
+        self._interval = interval  # the node's, for subscribers without a schedule
+        # the source's clock plus this is epoch seconds, what schedules tick in; fixed, so a
+        # tick planned on one clock comes due on the other at the same instant
+        self._epoch_offset = time.time() - clock() if epoch_offset is None else epoch_offset
         self._running: FetchScheduler | None = None  # where the entries are, once started
         self._keys: list[Hashable] = []
         self._weights: dict[int, int] = {}  # crawler id -> weight of its priority
+        self._schedules: dict[int, dict[str, Any] | None] = {}  # crawler id -> its schedule
+        self._replan = replan
 
     @property
     def stopped(self) -> bool:
@@ -60,13 +84,27 @@ class ScheduledEntries:
             scheduler.stop()
 
     def attach(self, spec: SubscriberSpec) -> None:
-        """The entries take the highest priority among the subscribers sharing them."""
+        """The entries take the highest priority among the subscribers sharing them, and poll
+        at the earliest tick among their schedules."""
         self._weights[spec.crawler_id] = PRIORITIES.get(spec.priority, 0)
         self._reweigh()
+        if self._schedules.get(spec.crawler_id, False) != spec.schedule:
+            self._schedules[spec.crawler_id] = spec.schedule
+            self._replanned()
 
     def detach(self, crawler_id: int) -> None:
         self._weights.pop(crawler_id, None)
         self._reweigh()
+        if crawler_id in self._schedules:  # the tick it asked for may have been the earliest
+            del self._schedules[crawler_id]
+            self._replanned()
+
+    def wait(self, now: float) -> float:
+        """Seconds from a poll at `now` (the source's clock) to its next tick: the earliest
+        among its subscribers' schedules, the node's interval for those without one."""
+        polled_at = now + self._epoch_offset
+        schedules = list(self._schedules.values())  # one copy: attach runs on other threads
+        return timetable.next_poll_at(schedules, polled_at, self._interval) - polled_at
 
     def cpu_bound(self) -> AbstractContextManager[Any]:
         """Hold this around parsing (see sources.scheduler)."""
@@ -75,6 +113,11 @@ class ScheduledEntries:
 
     def _weight(self) -> int:
         return max(self._weights.values(), default=PRIORITIES[DEFAULT_PRIORITY])
+
+    def _replanned(self) -> None:
+        moved = list(self._replan())  # re-planned even when not running: poll_due reads it
+        if self._running is not None:
+            self._running.reschedule(moved)
 
     def _reweigh(self) -> None:
         if self._running is not None:

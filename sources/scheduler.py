@@ -130,6 +130,13 @@ class FetchScheduler:
                 self._schedule.remove(key)
                 self._jobs.pop(key, None)
 
+    def reschedule(self, due: Iterable[tuple[Hashable, float]]) -> None:
+        """Move waiting entries to new due times: (key, due_at) pairs."""
+        with self._lock:
+            for key, due_at in due:
+                self._schedule.reschedule(key, due_at)
+            self._changed()
+
     def reweigh(self, keys: Iterable[Hashable], weight: int) -> None:
         with self._lock:
             for key in keys:

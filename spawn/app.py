@@ -25,6 +25,7 @@ from blackwidow.node_protocol import (
     Shard,
 )
 from blackwidow.tokens import require_cluster
+from sources import timetable
 from sources.credentials import CredentialBook, MissingCredential
 from sources.model import DEFAULT_PRIORITY, PRIORITIES, SubscriberSpec
 from sources.registry import SOURCE_TYPES
@@ -51,6 +52,7 @@ class SpecSchema(Schema):
     recollect_after = fields.Integer(
         strict=True, allow_none=True, validate=validate.Range(min=MIN_RECOLLECT_AFTER)
     )
+    schedule = fields.Raw(allow_none=True, load_default=None)  # checked by sources.timetable
 
 
 def parse_spec(crawler_id: int, body: Any, credentials: CredentialBook) -> SubscriberSpec:
@@ -66,6 +68,10 @@ def parse_spec(crawler_id: int, body: Any, credentials: CredentialBook) -> Subsc
         if source_type.credential_schema is None:
             raise ApiError(422, "invalid", "credential: this source takes none", "credential")
         data["credential"] = _load(source_type.credential_schema, data["credential"], "credential")
+    try:
+        data["schedule"] = timetable.check(data["schedule"])
+    except timetable.ScheduleError as error:
+        raise ApiError(422, "invalid", f"{error.field}: {error}", error.field) from None
     if data["crawler_id"] != crawler_id:
         raise ApiError(422, "invalid", "crawler_id: differs from the URL", "crawler_id")
     spec = SubscriberSpec(**data)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from functools import partial
 from typing import Any
 
@@ -22,7 +23,7 @@ from blackwidow.api.schemas import (
 )
 from blackwidow.models import Crawler
 
-_CRAWLER_FIELDS = [name for name in CrawlerOut().fields if name != "node_id"]
+_CRAWLER_FIELDS = [name for name in CrawlerOut().fields if name not in ("node_id", "next_start")]
 
 blp = Blueprint("crawlers", __name__, url_prefix="/api/v1/crawlers", description="Crawlers")
 
@@ -31,6 +32,7 @@ def crawler_out(crawler: Crawler, node_id: int | None) -> dict[str, Any]:
     return {
         **{name: getattr(crawler, name) for name in _CRAWLER_FIELDS},
         "node_id": node_id,
+        "next_start": crawlers.next_start(crawler, time.time()),
     }
 
 

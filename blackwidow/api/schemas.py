@@ -40,6 +40,12 @@ _recollect = fields.Integer(
     validate=validate.Range(min=MIN_RECOLLECT_AFTER, max=MAX_RECOLLECT_AFTER),
     metadata={"description": _RECOLLECT_HELP},
 )
+_SCHEDULE_HELP = (
+    '{"every": seconds} | {"cron": "*/15 * * * *", "timezone"?: "Europe/Paris"} | '
+    '{"cron": ..., "timezone"?: ..., "for": seconds}, a window the crawler runs in; '
+    "null: polled at the node's interval, always running (README: Schedules)"
+)
+_schedule = fields.Raw(allow_none=True, metadata={"description": _SCHEDULE_HELP})
 _PRIORITY_HELP = (
     f"{' | '.join(PRIORITIES)}: orders the crawler's fetches against others' "
     "when its node is overloaded"
@@ -131,6 +137,7 @@ class CrawlerCreate(Schema):
         validate=validate.OneOf(list(PRIORITIES)),
         metadata={"description": _PRIORITY_HELP},
     )
+    schedule = _schedule
 
 
 class CrawlerBatch(Schema):
@@ -152,6 +159,7 @@ class CrawlerUpdate(Schema):
     priority = fields.String(
         validate=validate.OneOf(list(PRIORITIES)), metadata={"description": _PRIORITY_HELP}
     )
+    schedule = _schedule
 
 
 class CrawlerOut(Schema):
@@ -166,7 +174,12 @@ class CrawlerOut(Schema):
     recollect_after = fields.Integer(allow_none=True, metadata={"description": _RECOLLECT_HELP})
     enabled = fields.Boolean()
     priority = fields.String(metadata={"description": _PRIORITY_HELP})
+    schedule = fields.Dict(allow_none=True, metadata={"description": _SCHEDULE_HELP})
     state = fields.String()
+    next_start = fields.DateTime(
+        allow_none=True,
+        metadata={"description": "when a `scheduled` crawler's window opens next (UTC)"},
+    )
     node_id = fields.Integer(allow_none=True)
     items_collected = fields.Integer()
     items_delivered = fields.Integer(metadata={"description": "items its providers delivered"})

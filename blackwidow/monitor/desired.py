@@ -1,7 +1,8 @@
 """What a crawler should run as: its facts for the state machine and the spec pushed. Pure.
 
 A crawler whose user's budget is spent is not runnable, and becomes so again on the first
-cycle after the budget is raised: nothing about it is sticky.
+cycle after the budget is raised: nothing about it is sticky. Nor is one whose crawl window
+is closed, until the window opens (blackwidow.monitor.windows wakes the cycle then).
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from typing import Any
 
 from blackwidow.monitor.states import CrawlerFacts
 from blackwidow.monitor.tracked import Tracked
+from sources import timetable
 from sources.model import SubscriberSpec
 
 
-def facts(crawler: Tracked, user_exhausted: bool, running: bool) -> CrawlerFacts:
+def facts(crawler: Tracked, user_exhausted: bool, running: bool, now: float) -> CrawlerFacts:
+    """`now`: epoch seconds, against which the crawler's window (if any) is open or closed."""
     return CrawlerFacts(
         enabled=crawler.enabled,
         failed=crawler.state == "failed",
@@ -22,6 +25,7 @@ def facts(crawler: Tracked, user_exhausted: bool, running: bool) -> CrawlerFacts
         user_exhausted=user_exhausted,
         running=running,
         failing=crawler.failing,
+        closed=not timetable.window_open(crawler.schedule, now),
     )
 
 
@@ -39,4 +43,5 @@ def spec(crawler: Tracked, lease: int | None, secret: dict[str, Any] | None) -> 
         credential=secret,
         priority=crawler.priority,
         recollect_after=crawler.recollect_after,
+        schedule=crawler.schedule,
     )

@@ -30,12 +30,13 @@ class Intake:
         self.replaced: set[int] = set()  # crawlers the latest take gave a new configuration
         self._resync_at = 0.0
 
-    def take(self, session: Session) -> tuple[list[int], bool]:
+    def take(self, session: Session, now: float) -> tuple[list[int], bool]:
         """Apply crawler changes (all crawlers, the first time) to memory: the ids of the
-        changes taken, and whether every crawler was read afresh."""
+        changes taken, and whether every crawler was read afresh. `now` (epoch seconds)
+        plans the crawl windows of the crawlers read."""
         memory = self._memory
         if not memory.loaded or time.monotonic() >= self._resync_at:
-            return self._load_all(session), True
+            return self._load_all(session, now), True
         pending = [row for row in changes.pending(session) if self._shard.owns(row[2])]
         self.replaced = set()
         if not pending:
@@ -50,13 +51,15 @@ class Intake:
         with memory.lock:
             for crawler_id in ids:
                 self._replace(crawler_id, fresh.get(crawler_id), secrets.get(crawler_id))
+                schedule = fresh[crawler_id].schedule if crawler_id in fresh else None
+                memory.windows.plan(crawler_id, schedule, now)
             for user_id in users:
                 memory.limits.pop(user_id, None)
             memory.limits.update(limits)
             memory.dirty |= ids
         return [change_id for change_id, _c, _key in pending], False
 
-    def _load_all(self, session: Session) -> list[int]:
+    def _load_all(self, session: Session, now: float) -> list[int]:
         """Read every crawler of the shard: when leading starts, and now and then after, in
         case a write ever missed recording its change. What polls taught is kept."""
         memory = self._memory
@@ -70,6 +73,7 @@ class Intake:
                 if (old := memory.crawlers.get(crawler_id)) is not None:
                     crawler.rate, crawler.lost_until = old.rate, old.lost_until
             memory.crawlers, memory.limits, memory.loaded = crawlers, limits, True
+            memory.windows.rebuild(((c.id, c.schedule) for c in crawlers.values()), now)
             view = memory.view
             memory.dirty |= set(crawlers) | set(self.recorded)
             memory.dirty |= {c for node in view.nodes() for c in view.crawlers_on(node)}

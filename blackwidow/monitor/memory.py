@@ -10,6 +10,7 @@ import threading
 from blackwidow.monitor.node_client import NodeTarget
 from blackwidow.monitor.tracked import Tracked
 from blackwidow.monitor.view import ClusterView
+from blackwidow.monitor.windows import WindowTimers
 from blackwidow.node_protocol import Cursor, Renewal
 
 
@@ -30,6 +31,7 @@ class ShardMemory:
         self.polled = threading.Event()  # set by each poll: the reconciler may run
         self.targets: dict[int, NodeTarget] = {}  # the nodes as the latest poll addressed them
         self.poll_seconds = 0.0  # how long the latest poll took
+        self.windows = WindowTimers()  # when windowed crawlers' windows open or close
 
     def since_of(self, node_id: int) -> tuple[Cursor | None, Renewal | None]:
         """What the next poll of a node carries: the cursor of its last answer applied, and

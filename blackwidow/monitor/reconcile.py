@@ -46,6 +46,10 @@ class Outcome:
     removed: dict[int, list[int]] = field(default_factory=dict)  # node -> crawler ids
 
 
+def _schedule(crawler: Tracked | None) -> dict[str, Any] | None:
+    return None if crawler is None else crawler.schedule
+
+
 class Reconciler:
     def __init__(
         self,
@@ -57,12 +61,15 @@ class Reconciler:
         shard: Shard,
         leading: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,  # epoch seconds, for crawl windows
         figures: MonitorFigures | None = None,
         *,
         alerts: Emitter,
     ) -> None:
         self._sessions = sessions
         self._clock = clock
+        self._wall = wall
+        self._now_at = wall()  # this pass's instant: windows are judged against it
         self._figures = figures or MonitorFigures()
         self._client = client
         self._memory = memory
@@ -96,8 +103,9 @@ class Reconciler:
         """Take crawler changes and decide what to push and remove; the plan, and the ids of
         the changes it took (forgotten once the pass is recorded). Lease grants are written
         before this returns, so the ledger knows a grant before any node does."""
+        self._now_at = now_at = self._wall()
         with self._sessions.begin() as session:
-            taken, everything = self._intake.take(session)
+            taken, everything = self._intake.take(session, now_at)
         if everything:
             self._placement.clear()  # every crawler is routed afresh
             if self._first_take:
@@ -135,6 +143,8 @@ class Reconciler:
         with memory.lock:
             dirty = memory.dirty
             memory.dirty = set()
+            crawlers = memory.crawlers  # and those whose window opened or closed meanwhile
+            dirty.update(memory.windows.due(self._now_at, lambda c: _schedule(crawlers.get(c))))
             self._budget = budgets
             # a budget is shared and leases follow rates: every pass looks again at every
             # crawler of a user with a budget (only those users cost more than their changes)
@@ -166,7 +176,7 @@ class Reconciler:
             crawler = crawlers.get(crawler_id)
             wanted = (
                 crawler is not None
-                and runnable(facts(crawler, crawler.user_id in exhausted, False))
+                and runnable(facts(crawler, crawler.user_id in exhausted, False, self._now_at))
                 and not leases.held_by_lost_node(crawler, self._budget, now)
             )
             if not wanted or not live:
@@ -344,7 +354,9 @@ class Reconciler:
                 self._failed.append(events.crawler_failed(crawler.id, crawler.user_id, error))
             crawler.state, crawler.last_error = "failed", outcome.rejected[crawler.id]
         else:
-            crawler.state = state_of(facts(crawler, crawler.user_id in exhausted, running))
+            crawler.state = state_of(
+                facts(crawler, crawler.user_id in exhausted, running, self._now_at)
+            )
         unsettled = (node_id is not None and not running) or any(p != node_id for p in places)
         if unsettled and crawler.state != "failed":
             self._memory.dirty.add(crawler.id)

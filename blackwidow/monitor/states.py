@@ -14,10 +14,11 @@ class CrawlerFacts:
     user_exhausted: bool
     running: bool  # a node reported it, or acknowledged its push, this cycle
     failing: bool = False  # its node says its data source gets nothing (every feed fails)
+    closed: bool = False  # its schedule's window is closed: it waits for the next one
 
 
 RUNNABLE_STATES = ("pending", "running", "failing")
-CRAWLER_STATES = (*RUNNABLE_STATES, "disabled", "failed", "limit_reached")
+CRAWLER_STATES = (*RUNNABLE_STATES, "scheduled", "disabled", "failed", "limit_reached")
 
 
 def runnable(facts: CrawlerFacts) -> bool:
@@ -33,6 +34,8 @@ def state_of(facts: CrawlerFacts) -> str:
     limit = facts.item_limit
     if (limit is not None and facts.items_collected >= limit) or facts.user_exhausted:
         return "limit_reached"
+    if facts.closed:
+        return "scheduled"
     if not facts.running:
         return "pending"
     return "failing" if facts.failing else "running"

@@ -43,6 +43,7 @@ class Tracked:
     rate: float
     last_error: str | None
     recollect_after: int | None = None
+    schedule: dict[str, Any] | None = None  # when it polls, or the window it runs in
     spec: SubscriberSpec | None = None  # what to push, while it is runnable
     failing: bool = False  # what its node last said: its data source gets nothing
     digest: str | None = None
@@ -68,6 +69,7 @@ _COLUMNS = (
     Crawler.rate,
     Crawler.last_error,
     Crawler.recollect_after,
+    Crawler.schedule,
 )
 
 

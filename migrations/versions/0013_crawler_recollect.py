@@ -2,14 +2,14 @@
 collected may be collected again, as a new version (null: never).
 
 Revision ID: 0013
-Revises: 0011
+Revises: 0012
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0013"
-down_revision = "0011"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 

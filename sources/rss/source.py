@@ -2,9 +2,10 @@
 
 Each feed is one entry of the node's fetch scheduler (sources.scheduler), added on start and
 withdrawn on stop; the source keeps what it knows of each feed between polls and decides,
-with sources.polled, when it is next due. Keywords are not its business: each subscriber
-filters what the shared source delivers. Turning a fetched document into items is
-sources.rss.parse's job.
+with sources.polled, when it is next due: at the earliest tick of its subscribers' schedules
+(sources.scheduled), or later when the server or a failure asks. Keywords are not its
+business: each subscriber filters what the shared source delivers. Turning a fetched
+document into items is sources.rss.parse's job.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -57,6 +58,7 @@ class RssSource:
         interval: float,
         clock: Callable[[], float] = time.monotonic,
         scheduler: FetchScheduler | None = None,
+        epoch_offset: float | None = None,
     ) -> None:
         self.key = key
         self._fetcher = fetcher
@@ -68,7 +70,10 @@ class RssSource:
         self._sink: SourceSink | None = None
         self._round_lock = threading.Lock()  # poll_due: one round at a time
         self._items_lock = threading.Lock()  # snapshot() runs on other threads
-        self._entries = ScheduledEntries(scheduler, f"rss-source-{key}")
+        name = f"rss-source-{key}"
+        self._entries = ScheduledEntries(
+            scheduler, name, interval, self._replanned, clock, epoch_offset
+        )
         self._reported: tuple[str | None, bool] | None = None  # the last error report, if any
 
     def start(self, sink: SourceSink) -> None:
@@ -89,7 +94,8 @@ class RssSource:
         self._entries.stop()
 
     def attach(self, spec: SubscriberSpec) -> None:
-        """The feeds take the highest priority among the subscribers sharing them."""
+        """The feeds take the highest priority among the subscribers sharing them, and poll
+        at the earliest tick among their schedules."""
         self._entries.attach(spec)
 
     def detach(self, crawler_id: int) -> None:
@@ -155,7 +161,15 @@ class RssSource:
             log.exception("feed failed url=%s reason=unexpected", feed.url)
         else:
             feed.succeeded()
-        feed.next_poll_at = feed.next_due_at(now, self._interval, feed.ttl)
+        feed.plan(now, self._entries.wait(now), self._interval, feed.ttl)
+
+    def _replanned(self) -> Iterator[tuple[_Feed, float]]:
+        """Subscribers came or went with schedules: each feed waiting after a good poll, due
+        at the new earliest tick."""
+        for feed in self._feeds:
+            due_at = feed.replan(self._entries.wait, self._interval, feed.ttl)
+            if due_at is not None:
+                yield feed, due_at
 
     def _fetch_and_deliver(self, feed: _Feed, sink: SourceSink) -> None:
         result = self._fetcher.get(feed.url, feed.conditional_headers())

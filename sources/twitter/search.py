@@ -16,6 +16,7 @@ from typing import Any
 
 import tweepy
 
+from sources import timetable
 from sources.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink, SubscriberSpec
 from sources.reconnect import ReconnectPolicy, describe_http_error, short_error
@@ -50,6 +51,8 @@ class TwitterSearchSource(ThreadedSource):
             spec.query["terms"], spec.query["languages"], rule_limits(credential).max_query_length
         )
         self._interval = interval
+        self._schedules: dict[int, dict[str, Any] | None] = {}  # crawler id -> its schedule
+        self._replanned = threading.Event()  # set when they change, or on stop
         self._policy = ReconnectPolicy(rate_limit_wait)
         self._since: dict[str, str] = {}  # query -> newest tweet id seen
         self._recent: deque[Item] = deque(maxlen=RECENT_ITEMS)
@@ -60,26 +63,63 @@ class TwitterSearchSource(ThreadedSource):
         with self._recent_lock:
             return list(self._recent)
 
+    def attach(self, spec: SubscriberSpec) -> None:
+        """The search polls at the earliest tick among its subscribers' schedules."""
+        self._schedules[spec.crawler_id] = spec.schedule
+        self._replanned.set()
+
+    def detach(self, crawler_id: int) -> None:
+        self._schedules.pop(crawler_id, None)
+        self._replanned.set()
+
+    def _interrupt(self) -> None:
+        self._replanned.set()
+
     def _run(self, sink: SourceSink) -> None:
         while not self._stop.is_set():
-            wait = self._interval
-            try:
-                for query in self._queries:
-                    self.poll(query, sink)
-                self._policy.connected()
-                sink.report_error(None)
-            except tweepy.TooManyRequests as error:
-                wait = self._policy.after_http_error(429, _until_reset(error))
-                sink.report_error(describe_http_error("X", 429, wait))
-            except tweepy.HTTPException as error:
-                status = error.response.status_code
-                wait = max(wait, self._policy.after_http_error(status))
-                sink.report_error(describe_http_error("X", status, wait))
-            except Exception as error:  # the network or the guard
-                wait = max(wait, self._policy.after_network_error())
-                sink.report_error(f"search failed: {short_error(error)}")
-                log.warning("search failed key=%s error=%s", self.key, short_error(error))
-            self._stop.wait(wait)
+            polled_at = time.time()
+            # a failed round backs off from the tick, or the interval if shorter (see RssSource)
+            wait = self._round(sink, min(self._next_at(polled_at) - polled_at, self._interval))
+            if wait is None:
+                self._sleep_until_tick(polled_at)
+            else:
+                self._stop.wait(wait)
+
+    def _next_at(self, polled_at: float) -> float:
+        schedules = list(self._schedules.values())  # one copy: attach runs on other threads
+        return timetable.next_poll_at(schedules, polled_at, self._interval)
+
+    def _sleep_until_tick(self, polled_at: float) -> None:
+        """After a good round, wait for the next tick, planned again whenever a subscriber
+        comes or goes (its schedule may tick sooner, or the one that did may have left)."""
+        while not self._stop.is_set():
+            self._replanned.clear()
+            left = self._next_at(polled_at) - time.time()
+            if left <= 0:
+                return
+            self._replanned.wait(left)
+
+    def _round(self, sink: SourceSink, wait: float) -> float | None:
+        """Poll every query once; None when it went well, else the seconds to wait (at least
+        `wait`, unless the provider's rate limit resets sooner)."""
+        try:
+            for query in self._queries:
+                self.poll(query, sink)
+            self._policy.connected()
+            sink.report_error(None)
+            return None
+        except tweepy.TooManyRequests as error:
+            wait = self._policy.after_http_error(429, _until_reset(error))
+            sink.report_error(describe_http_error("X", 429, wait))
+        except tweepy.HTTPException as error:
+            status = error.response.status_code
+            wait = max(wait, self._policy.after_http_error(status))
+            sink.report_error(describe_http_error("X", status, wait))
+        except Exception as error:  # the network or the guard
+            wait = max(wait, self._policy.after_network_error())
+            sink.report_error(f"search failed: {short_error(error)}")
+            log.warning("search failed key=%s error=%s", self.key, short_error(error))
+        return wait
 
     def poll(self, query: str, sink: SourceSink) -> None:
         """Fetch what is new for one query, page by page, and deliver it oldest first."""

@@ -3,7 +3,9 @@ conditional polls, failures; page by page by hand, and once on a running fetch s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -11,11 +13,12 @@ import pytest
 from sources import jsonapi, page
 from sources.fetcher import GuardedFetcher
 from sources.model import DataSource, SubscriberSpec
+from sources.page.extract import PagePaths, extract_page
 from sources.paged import PagedSource
 from sources.scheduler import FetchScheduler, NextPoll
 from sources.source_type import SourceContext
 from tests.servers.listing_site import ListingSite, Post
-from tests.support import SinkRecorder, wait_until
+from tests.support import FakeClock, SinkRecorder, wait_until
 
 INTERVAL = 60.0
 PAGE_INTERVAL = 2.0
@@ -237,3 +240,34 @@ def test_on_a_running_scheduler_the_whole_listing_is_delivered(site: ListingSite
         scheduler.stop()
     assert isinstance(source, PagedSource)
     assert [item.title for batch in recorder.batches for item in batch][-1] == "One"
+
+
+def scheduled(crawler_id: int, schedule: dict[str, Any]) -> SubscriberSpec:
+    return SubscriberSpec(crawler_id, 1, "page", {}, schedule=schedule)
+
+
+def test_a_listing_polls_on_its_subscribers_schedule_and_re_plans_when_one_joins(
+    site: ListingSite,
+) -> None:
+    clock = FakeClock(NOW)
+    fetcher = GuardedFetcher(allow_hosts=frozenset({"127.0.0.1"}))
+    paths = PagePaths.of(page.SOURCE_TYPE.query_schema().load(PAGE_QUERY | {"url": "http://x"}))
+    source = PagedSource(
+        "key-1",
+        site.url("/news/1.html"),
+        functools.partial(extract_page, paths),
+        fetcher,
+        INTERVAL,
+        page_limit=5,
+        page_interval=PAGE_INTERVAL,
+        scheduler=FetchScheduler(clock=clock),
+        clock=clock,
+    )
+    source.attach(scheduled(1, {"every": 300}))
+    source.start(SinkRecorder())
+
+    assert walk(source)[-1] == NextPoll(NOW + 300, retry=False)  # not the node's 60 s
+    before = datetime.fromisoformat(source.feeds()[0]["next_due_at"])
+    source.attach(scheduled(2, {"every": 30}))  # the earliest tick wins, from the last walk
+    after = datetime.fromisoformat(source.feeds()[0]["next_due_at"])
+    assert 269 < (before - after).total_seconds() < 271

@@ -10,7 +10,7 @@ from flask import Flask
 
 import sources.rss.source
 from sources.fetcher import GuardedFetcher
-from sources.model import Item
+from sources.model import Item, SubscriberSpec
 from sources.rss.parse import parse_feed
 from sources.rss.source import RssSource
 from tests.servers.hostile_http import DATA_DIR, HostileServer
@@ -273,3 +273,65 @@ def test_a_source_whose_every_feed_fails_says_so_until_one_recovers(clock: FakeC
     assert recorder.failing == [True, False]
     assert recorder.errors[0] is not None and recorder.errors[1] is None
     assert source.feeds()[0]["error_streak"] == 0
+
+
+def subscriber(crawler_id: int, schedule: dict | None) -> SubscriberSpec:
+    return SubscriberSpec(crawler_id, 1, "rss", {"feeds": [], "keywords": []}, schedule=schedule)
+
+
+def polls_at(source: RssSource, clock: FakeClock, server: HostileServer, *moments: float) -> int:
+    """Polls that reached the feed after rounds run at each of `moments`."""
+    for moment in moments:
+        clock.now = moment
+        source.poll_due(RecordingSink())
+    return len(server.requests_to("/rss"))
+
+
+def test_a_feed_polls_on_its_subscribers_every_rather_than_the_interval(
+    server: HostileServer, clock: FakeClock
+) -> None:
+    source = rss_source(clock, server.url("/rss"))
+    source.attach(subscriber(1, {"every": 5}))
+
+    assert polls_at(source, clock, server, 0, 4.9) == 1
+    assert polls_at(source, clock, server, 5, 9.9, 10) == 3
+
+
+def test_a_shared_feed_re_plans_when_a_subscriber_with_a_schedule_joins_and_leaves(
+    server: HostileServer, clock: FakeClock
+) -> None:
+    source = rss_source(clock, server.url("/rss"))
+    source.attach(subscriber(1, None))  # the node's interval: 60 s
+
+    assert polls_at(source, clock, server, 0, 5) == 1
+    source.attach(subscriber(2, {"every": 10}))  # the earliest tick wins: due at 10
+    assert polls_at(source, clock, server, 9.9, 10) == 2
+    source.detach(2)  # back to the interval, from the last poll
+    assert polls_at(source, clock, server, 20, 69.9) == 2
+    assert polls_at(source, clock, server, 70) == 3
+
+
+def test_a_feed_polls_at_its_subscribers_cron_ticks(
+    server: HostileServer, clock: FakeClock
+) -> None:
+    fetcher = GuardedFetcher(allow_hosts=LOOPBACK, deadline=5.0)
+    query = {"feeds": [server.url("/rss")], "keywords": []}
+    # the source's clock at 0 is 10:00:03Z; a tick each 20 seconds of the minute
+    source = RssSource("key-3", query, fetcher, INTERVAL, clock, epoch_offset=1_767_261_603.0)
+    source.attach(subscriber(1, {"cron": "* * * * * */20"}))
+
+    assert polls_at(source, clock, server, 0, 16.9) == 1
+    assert polls_at(source, clock, server, 17, 36.9, 37) == 3
+
+
+def test_a_failing_feed_with_a_long_schedule_backs_off_from_the_interval(
+    server: HostileServer, clock: FakeClock
+) -> None:
+    source = rss_source(clock, server.url("/error-500"))
+    source.attach(subscriber(1, {"every": 86400}))
+
+    for moment in (0, 2 * INTERVAL - 1, 2 * INTERVAL):  # retried after 2 intervals, not 2 days
+        clock.now = moment
+        source.poll_due(RecordingSink())
+
+    assert len(server.requests_to("/error-500")) == 2

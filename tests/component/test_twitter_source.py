@@ -220,6 +220,20 @@ def test_a_rate_limited_search_says_so_and_resumes(x: FakeX):
     assert sink.errors[-1] is None
 
 
+def test_a_search_re_plans_to_the_every_of_a_subscriber_that_joins(x: FakeX):
+    first = spec(1, ["ticking"], mode="search")
+    source = TwitterSearchSource("key", first, credential(x), FETCHER, 3600.0, RATE_LIMIT_WAIT)
+    sink = SinkRecorder()
+    source.attach(first)  # no schedule: the node's interval, an hour here
+    source.start(sink)
+    try:
+        wait_until(lambda: x.searches, what="the first poll")
+        source.attach(dataclasses.replace(first, crawler_id=2, schedule={"every": 1}))
+        wait_until(lambda: len(x.searches) >= 3, timeout=10, what="polls each second")
+    finally:
+        source.stop()
+
+
 # -- in a pool -----------------------------------------------------------------------------------
 
 

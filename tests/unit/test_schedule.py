@@ -170,3 +170,21 @@ def test_a_reschedule_after_done_sets_the_next_due_time_and_counts_lateness():
     assert schedule.take(64.0) is None
     assert schedule.take(65.0).key == "a"
     assert schedule.taken == 2
+
+
+def test_a_waiting_entry_moves_to_its_new_due_time_and_a_due_one_stays():
+    schedule = Schedule(host_limit=10)
+    schedule.add("sooner", "h1", NORMAL, due_at=60.0)
+    schedule.add("later", "h2", NORMAL, due_at=5.0)
+    schedule.add("due", "h3", NORMAL, due_at=1.0)
+    schedule.advance(2.0)  # "due" is ready now
+
+    schedule.reschedule("sooner", 10.0)  # a subscriber with a shorter schedule joined
+    schedule.reschedule("later", 30.0)  # the one that asked for 5 left
+    schedule.reschedule("due", 90.0)
+    schedule.reschedule("unknown", 1.0)
+
+    assert take_all(schedule, 9.9) == ["due"]
+    assert take_all(schedule, 10.0) == ["sooner"]
+    assert take_all(schedule, 29.9) == []
+    assert take_all(schedule, 30.0) == ["later"]

@@ -1,4 +1,5 @@
-"""Crawler states: disabled beats failed beats limit reached beats failing/running/pending."""
+"""Crawler states: disabled beats failed beats limit reached beats scheduled beats
+failing/running/pending."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ def facts(
     user_exhausted: bool = False,
     running: bool = False,
     failing: bool = False,
+    closed: bool = False,
 ) -> CrawlerFacts:
     return CrawlerFacts(
         enabled=enabled,
@@ -24,6 +26,7 @@ def facts(
         user_exhausted=user_exhausted,
         running=running,
         failing=failing,
+        closed=closed,
     )
 
 
@@ -73,6 +76,12 @@ def facts(
             False,
         ),
         (facts(enabled=False, running=True, failing=True), "disabled", False),
+        # outside its window it waits, off its node; the limits and disabling still win
+        (facts(closed=True), "scheduled", False),
+        (facts(closed=True, running=True), "scheduled", False),
+        (facts(closed=True, item_limit=1, items_collected=1), "limit_reached", False),
+        (facts(closed=True, enabled=False), "disabled", False),
+        (facts(closed=True, failed=True), "failed", False),
     ],
 )
 def test_state_and_runnable(crawler, state, can_run):
