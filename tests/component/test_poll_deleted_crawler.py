@@ -1,6 +1,6 @@
 """The poll half on a real database while a crawler is deleted: until the reconciler takes the
-deletion, the monitor's memory still holds the crawler and its node still reports it: its
-statuses must record nothing, and fail nothing."""
+deletion, the monitor's memory still holds the crawler and its node still reports it, and
+neither its statuses nor one bad row may stop the cycle recording its nodes' heartbeats."""
 
 from __future__ import annotations
 
@@ -51,10 +51,18 @@ def status(crawler_id: int, collected: int, run: str | None = RUN) -> dict[str, 
     return {"crawler_id": crawler_id, "digest": "d", "items_collected": collected, **counted}
 
 
+class BrokenFlush(PollAlerts):
+    """Alerts whose write fails: any row that fails the status half's transaction."""
+
+    def flush(self, session: Session) -> None:
+        raise RuntimeError("the status half's write failed")
+
+
 def liveness(
     sessions: sessionmaker[Session],
     node: ScriptedNode,
     memory: ShardMemory,
+    watch: PollAlerts | None = None,
 ) -> Liveness:
     return Liveness(
         sessions,
@@ -63,7 +71,7 @@ def liveness(
         memory,
         clock=time.monotonic,
         probe_dead_for=60.0,
-        watch=PollAlerts(Outbox(cluster_hook=False), 60.0, 100),
+        watch=watch or PollAlerts(Outbox(cluster_hook=False), 60.0, 100),
     )
 
 
@@ -113,3 +121,18 @@ def test_a_status_of_a_crawler_deleted_meanwhile_is_ignored(
     with sessions() as session:
         assert session.scalars(select(SubscriberRun)).all() == []
         assert session.get(Crawler, crawler_id) is None
+
+
+def test_a_failed_status_write_keeps_the_heartbeats_and_wakes_the_reconciler(
+    sessions, running
+) -> None:
+    crawler_id, _token, memory = running
+    node = ScriptedNode()
+    node.statuses = [status(crawler_id, 3)]
+    broken = BrokenFlush(Outbox(cluster_hook=False), 60.0, 100)
+    with pytest.raises(RuntimeError):
+        liveness(sessions, node, memory, broken).poll_once()
+    assert polled_at(sessions) is not None
+    assert memory.polled.is_set()  # the reconciler still takes crawler changes
+    with sessions() as session:
+        assert session.scalars(select(SubscriberRun)).all() == []
