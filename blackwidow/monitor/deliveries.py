@@ -29,6 +29,7 @@ from blackwidow.models import (
     User,
     utcnow,
 )
+from blackwidow.monitor.tracked import chunks
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,26 @@ def known_runs(session: Session, statuses: Iterable[dict[str, Any]]) -> dict[str
         return {}
     rows = session.scalars(select(SubscriberRun).where(SubscriberRun.run.in_(runs)))
     return {row.run: row for row in rows}
+
+
+def vanished(
+    session: Session, statuses: Iterable[dict[str, Any]], runs: dict[str, SubscriberRun]
+) -> set[int]:
+    """The crawlers, named by statuses of runs new to the hub (`runs` from known_runs), that
+    SQL no longer holds: deleted while the monitor's memory, and their node, still held them.
+    A deleted crawler's runs went with it, so each of its statuses names a new run; there is
+    nothing left to count them against. One query over the new runs' crawlers."""
+    named = {
+        crawler_id
+        for status in statuses
+        if isinstance(crawler_id := status.get("crawler_id"), int)
+        and (pair := reported(status)) is not None
+        and pair[0] not in runs
+    }
+    existing: set[int] = set()
+    for chunk in chunks(named):
+        existing.update(session.scalars(select(Crawler.id).where(Crawler.id.in_(chunk))))
+    return named - existing
 
 
 def record(

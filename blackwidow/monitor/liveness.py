@@ -88,7 +88,7 @@ class Liveness:
         now = self._clock()
         if not self._leading():  # it stalled past its lock mid-poll: its view is not news
             return
-        with self._sessions.begin() as session:
+        with self._sessions.begin() as session:  # heartbeats stand whatever statuses hold
             gone = self._record_nodes(session, reports, targets, now)
             rows = session.execute(
                 select(Node.id, Node.capacity)
@@ -96,10 +96,17 @@ class Liveness:
                 .order_by(Node.id)
             )
             capacity = {row.id: row.capacity for row in rows}
-            self._statuses.record(session, reports, targets, now)
-            if self._detector is not None:  # one leader judges nodes, so one tells of them
-                self._watch.holding(reports, {n: t.url for n, t in targets.items()})
-            self._watch.flush(session)
+        try:
+            with self._sessions.begin() as session:
+                self._statuses.record(session, reports, targets, now)
+                if self._detector is not None:  # one leader judges nodes, so one tells of them
+                    self._watch.holding(reports, {n: t.url for n, t in targets.items()})
+                self._watch.flush(session)
+        except Exception:
+            # nothing remembered, so the nodes report the same again; the reconciler runs
+            # meanwhile: what made the statuses fail may be a crawler change it takes
+            self._memory.polled.set()
+            raise
         self._remember(reports, targets, gone, capacity)
         self._prune(now)
 

@@ -44,7 +44,12 @@ class StatusIntake:
         deliveries.record_sources(session, reported)
         statuses = [(origin, s) for origin, report in answered for s in report.subscribers]
         departed = [(o, s) for o, report in answered for s in report.departed_subscribers]
-        runs = deliveries.known_runs(session, [status for _, status in (*statuses, *departed)])
+        heard = [status for _, status in (*statuses, *departed)]
+        runs = deliveries.known_runs(session, heard)
+        # crawlers deleted meanwhile: the memory drops them when the reconciler takes the change
+        deleted = deliveries.vanished(session, heard, runs)
+        statuses = [(o, s) for o, s in statuses if s.get("crawler_id") not in deleted]
+        departed = [(o, s) for o, s in departed if s.get("crawler_id") not in deleted]
         rows: dict[int, dict[str, Any]] = {}
         with self._memory.lock:
             crawlers = self._memory.crawlers

@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from blackwidow.models import Assignment, Crawler, User, utcnow
@@ -142,13 +142,20 @@ def _starved(row: Any) -> bool:
     return row.state in RUNNABLE_STATES and row.lease <= row.items_collected and below_limit
 
 
+# by id, in SQL alone: a crawler deleted since the memory read it updates nothing, where the
+# ORM's bulk update would fail the whole transaction for the row it did not find
+_write = update(Crawler.__table__).where(Crawler.__table__.c.id == bindparam("b_id"))
+
+
 def write(session: Session, rows: Mapping[int, Mapping[str, Any]]) -> None:
-    """Bulk-update crawlers: crawler id -> {column: value}; one executemany per column set."""
+    """Bulk-update crawlers: crawler id -> {column: value}; one executemany per column set.
+    A crawler deleted meanwhile is skipped: its deletion reaches the memory with the next
+    take of crawler changes."""
     by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for crawler_id, values in rows.items():
-        by_columns.setdefault(tuple(sorted(values)), []).append({"id": crawler_id, **values})
+        by_columns.setdefault(tuple(sorted(values)), []).append({"b_id": crawler_id, **values})
     for batch in by_columns.values():
-        session.execute(update(Crawler), batch)
+        session.execute(_write, batch)
 
 
 def save_assignments(

@@ -100,6 +100,25 @@ def test_disabled_crawler_stops_and_its_data_source_goes(cluster):
     assert len(c.items(token, crawler["id"])) == len(stored)
 
 
+def test_deleting_a_running_crawler_leaves_the_monitor_placing_others(cluster):
+    """Its node reports it, counting on, until the hub removes it: the polls that hear it
+    after the deletion record nothing of it, and the crawlers created after are placed."""
+    c = cluster(1)
+    token = c.user()
+    deleted = c.crawler(token, [c.feed("deleted", items=1, every=0.2)])
+    # a newer crawler, so SQLite gives the later one a new id rather than the deleted one's
+    kept = c.crawler(token, [c.feed("kept", items=1, every=0.2)])
+    first = wait_until(lambda: c.get(token, deleted["id"])["items_collected"], what="items")
+    # still collecting as it is deleted: its status changes between polls
+    wait_until(lambda: c.get(token, deleted["id"])["items_collected"] > first + 2, what="more")
+    assert c.call("DELETE", f"/api/v1/crawlers/{deleted['id']}", token).status_code == 204
+    later = c.crawler(token, [c.feed("later", items=1, every=0.2)])
+    assert later["id"] != deleted["id"]
+    wait_until(lambda: c.get(token, later["id"])["state"] == "running", what="the later one placed")
+    wait_until(lambda: len(c.node_health(c.nodes[0])["data_sources"]) == 2, what="two sources")
+    assert c.get(token, kept["id"])["state"] == "running"
+
+
 def test_crawler_limit_is_exact(cluster):
     c = cluster(2)
     token = c.user()
