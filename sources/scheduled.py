@@ -40,14 +40,13 @@ class ScheduledEntries:
     ) -> None:
         self._scheduler = scheduler  # the node's; None: one of the source's own, once started
         self._name = name  # names the threads of a scheduler of its own
-        self._interval = interval  # the node's, for subscribers without a schedule
         # the source's clock plus this is epoch seconds, what schedules tick in; fixed, so a
         # tick planned on one clock comes due on the other at the same instant
         self._epoch_offset = time.time() - clock() if epoch_offset is None else epoch_offset
         self._running: FetchScheduler | None = None  # where the entries are, once started
         self._keys: list[Hashable] = []
         self._weights: dict[int, int] = {}  # crawler id -> weight of its priority
-        self._schedules: dict[int, dict[str, Any] | None] = {}  # crawler id -> its schedule
+        self._schedules = timetable.SubscriberSchedules(interval)
         self._replan = replan
 
     @property
@@ -88,23 +87,20 @@ class ScheduledEntries:
         at the earliest tick among their schedules."""
         self._weights[spec.crawler_id] = PRIORITIES.get(spec.priority, 0)
         self._reweigh()
-        if self._schedules.get(spec.crawler_id, False) != spec.schedule:
-            self._schedules[spec.crawler_id] = spec.schedule
+        if self._schedules.attach(spec.crawler_id, spec.schedule):
             self._replanned()
 
     def detach(self, crawler_id: int) -> None:
         self._weights.pop(crawler_id, None)
         self._reweigh()
-        if crawler_id in self._schedules:  # the tick it asked for may have been the earliest
-            del self._schedules[crawler_id]
+        if self._schedules.detach(crawler_id):
             self._replanned()
 
     def wait(self, now: float) -> float:
         """Seconds from a poll at `now` (the source's clock) to its next tick: the earliest
         among its subscribers' schedules, the node's interval for those without one."""
         polled_at = now + self._epoch_offset
-        schedules = list(self._schedules.values())  # one copy: attach runs on other threads
-        return timetable.next_poll_at(schedules, polled_at, self._interval) - polled_at
+        return self._schedules.next_poll_at(polled_at) - polled_at
 
     def cpu_bound(self) -> AbstractContextManager[Any]:
         """Hold this around parsing (see sources.scheduler)."""

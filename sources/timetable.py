@@ -155,6 +155,33 @@ def next_poll_at(
 ) -> float:
     """When a data source polled at `after` polls next: the earliest tick among its
     subscribers' schedules; one without a tick (no schedule, or a window) asks for the node's
-    `interval`. This is the one call a polled source makes (sources.rss.source)."""
+    `interval`. Polled sources ask it through their Subscribers' schedules (below)."""
     ticks = [next_tick(s, after) if s else None for s in schedules]
     return min((after + interval if t is None else t for t in ticks), default=after + interval)
+
+
+class SubscriberSchedules:
+    """The schedules of the subscribers sharing one data source: when the source polls next.
+
+    Attach and detach run on the node's HTTP threads while the source polls on its own; a
+    poll reads one copy of the schedules.
+    """
+
+    def __init__(self, interval: float) -> None:
+        self._interval = interval  # the node's, for subscribers without a schedule
+        self._schedules: dict[int, Mapping[str, Any] | None] = {}  # crawler id -> schedule
+
+    def attach(self, crawler_id: int, schedule: Mapping[str, Any] | None) -> bool:
+        """Whether the source must plan again: a schedule it did not have."""
+        if crawler_id in self._schedules and self._schedules[crawler_id] == schedule:
+            return False
+        self._schedules[crawler_id] = schedule
+        return True
+
+    def detach(self, crawler_id: int) -> bool:
+        """Whether the source must plan again: the tick it asked for may have been the earliest."""
+        return self._schedules.pop(crawler_id, False) is not False
+
+    def next_poll_at(self, after: float) -> float:
+        """When the source polled at `after` (epoch seconds) polls next."""
+        return next_poll_at(list(self._schedules.values()), after, self._interval)

@@ -51,7 +51,7 @@ class TwitterSearchSource(ThreadedSource):
             spec.query["terms"], spec.query["languages"], rule_limits(credential).max_query_length
         )
         self._interval = interval
-        self._schedules: dict[int, dict[str, Any] | None] = {}  # crawler id -> its schedule
+        self._schedules = timetable.SubscriberSchedules(interval)
         self._replanned = threading.Event()  # set when they change, or on stop
         self._policy = ReconnectPolicy(rate_limit_wait)
         self._since: dict[str, str] = {}  # query -> newest tweet id seen
@@ -65,12 +65,12 @@ class TwitterSearchSource(ThreadedSource):
 
     def attach(self, spec: SubscriberSpec) -> None:
         """The search polls at the earliest tick among its subscribers' schedules."""
-        self._schedules[spec.crawler_id] = spec.schedule
-        self._replanned.set()
+        if self._schedules.attach(spec.crawler_id, spec.schedule):
+            self._replanned.set()
 
     def detach(self, crawler_id: int) -> None:
-        self._schedules.pop(crawler_id, None)
-        self._replanned.set()
+        if self._schedules.detach(crawler_id):
+            self._replanned.set()
 
     def _interrupt(self) -> None:
         self._replanned.set()
@@ -79,22 +79,19 @@ class TwitterSearchSource(ThreadedSource):
         while not self._stop.is_set():
             polled_at = time.time()
             # a failed round backs off from the tick, or the interval if shorter (see RssSource)
-            wait = self._round(sink, min(self._next_at(polled_at) - polled_at, self._interval))
+            next_at = self._schedules.next_poll_at(polled_at)
+            wait = self._round(sink, min(next_at - polled_at, self._interval))
             if wait is None:
                 self._sleep_until_tick(polled_at)
             else:
                 self._stop.wait(wait)
-
-    def _next_at(self, polled_at: float) -> float:
-        schedules = list(self._schedules.values())  # one copy: attach runs on other threads
-        return timetable.next_poll_at(schedules, polled_at, self._interval)
 
     def _sleep_until_tick(self, polled_at: float) -> None:
         """After a good round, wait for the next tick, planned again whenever a subscriber
         comes or goes (its schedule may tick sooner, or the one that did may have left)."""
         while not self._stop.is_set():
             self._replanned.clear()
-            left = self._next_at(polled_at) - time.time()
+            left = self._schedules.next_poll_at(polled_at) - time.time()
             if left <= 0:
                 return
             self._replanned.wait(left)

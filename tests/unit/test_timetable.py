@@ -10,6 +10,7 @@ import pytest
 
 from sources.timetable import (
     ScheduleError,
+    SubscriberSchedules,
     check,
     next_poll_at,
     next_start_at,
@@ -209,3 +210,16 @@ def test_check_keeps_a_valid_schedule() -> None:
     }
     assert check({"every": 2.5}) == {"every": 2.5}
     assert check(None) is None
+
+
+def test_a_shared_source_plans_again_only_when_its_subscribers_schedules_change() -> None:
+    schedules = SubscriberSchedules(interval=60)
+
+    assert schedules.attach(1, None) is True
+    assert schedules.attach(1, None) is False  # pushed again, unchanged
+    assert schedules.attach(2, {"every": 10}) is True
+    assert schedules.next_poll_at(1000.0) == 1010.0  # the earliest tick wins
+    assert schedules.detach(2) is True and schedules.next_poll_at(1000.0) == 1060.0
+    assert schedules.detach(2) is False  # gone already
+    assert schedules.detach(1) is True  # its interval may have been the earliest
+    assert schedules.next_poll_at(1000.0) == 1060.0  # no subscriber: the node's interval
