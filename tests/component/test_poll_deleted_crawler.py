@@ -86,7 +86,7 @@ def running(client: FlaskClient, sessions, make_user) -> tuple[int, str, ShardMe
     memory = ShardMemory()
     with sessions.begin() as session:
         session.add(Node(url="http://node:1"))
-        Intake(memory, Shard()).take(session)
+        Intake(memory, Shard()).take(session, time.time())
     return created.json["id"], user["token"], memory
 
 
