@@ -83,7 +83,7 @@ def rows(url: str) -> dict[str, list[tuple]]:
         return {t.name: sorted(connection.execute(select(t)).all()) for t in tables}
 
 
-def test_upgrading_keeps_every_row_and_never_reuses_a_deleted_id(empty_database_url):
+def test_upgrading_and_downgrading_keep_every_row_and_no_deleted_id_comes_back(empty_database_url):
     url = empty_database_url
     command.upgrade(db.alembic_config(url), "0014")
     engine = db.make_engine(url)  # the hub's engine: foreign keys on, deletes cascade
@@ -105,6 +105,10 @@ def test_upgrading_keeps_every_row_and_never_reuses_a_deleted_id(empty_database_
         assert add(connection, Crawler, **crawler_row(user), created_at=NOW) > deleted_crawler
         assert add(connection, Webhook, user_id=user, url="u", secret="s") > deleted_hook
     engine.dispose()
+
+    upgraded = rows(url)
+    command.downgrade(db.alembic_config(url), "0014")
+    assert rows(url) == upgraded
 
 
 def test_sqlite_keeps_autoincrement_on_crawlers_and_webhooks(database_url):
