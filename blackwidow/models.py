@@ -88,8 +88,13 @@ class Crawler(Base):
     """A user's configuration, plus what the monitor last learned about it from its node."""
 
     __tablename__ = "crawlers"
-    # a user's crawlers in id order: their list pages by id, and deleting a user finds them
-    __table_args__ = (Index("ix_crawlers_user_page", "user_id", "id"),)
+    # a user's crawlers in id order: their list pages by id, and deleting a user finds them.
+    # AUTOINCREMENT: SQLite would otherwise give a deleted newest crawler's id to the next one,
+    # which would inherit the old one's node statuses, runs, items and leases (all by id)
+    __table_args__ = (
+        Index("ix_crawlers_user_page", "user_id", "id"),
+        {"sqlite_autoincrement": True},
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     uuid: Mapped[str] = mapped_column(String(36), index=True)  # the source key
@@ -230,6 +235,9 @@ class Webhook(Base):
     signed with `secret` (never shown or logged; the default repr names no column)."""
 
     __tablename__ = "webhooks"
+    # AUTOINCREMENT: a delivery claimed for a deleted webhook must not find another user's
+    # webhook that SQLite gave the same id (blackwidow.alerts.delivery reads hooks by id)
+    __table_args__ = {"sqlite_autoincrement": True}
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
