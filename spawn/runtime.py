@@ -14,7 +14,7 @@ from blackwidow.node_protocol import REPLAY_WINDOW
 from blackwidow.queue import Outbox, open_queue
 from blackwidow.queue.spool import Spool, spool_path
 from blackwidow.settings import Settings
-from blackwidow.store import StoreUnavailable, open_store
+from blackwidow.store import Store, StoreUnavailable, open_store
 from sources.credentials import CredentialBook
 from sources.fetcher import GuardedFetcher
 from sources.ledger import NO_LEDGER
@@ -75,7 +75,7 @@ def run_node(
         renewals=Renewals(time.monotonic),
         ledger=ledger or NO_LEDGER,
         observer=metrics,
-        seen_after=seen_after(settings),
+        seen_after=seen_after(settings, store),
     )
     metrics.watch(pool, outbox.stats if outbox is not None else None)
     if ledger is not None:
@@ -151,8 +151,11 @@ def _open_ledger(settings: Settings, host: str, port: int) -> SqliteLedger | Non
     return SqliteLedger(ledger_path(settings.outbox_dir, host, port, os.getpid()))
 
 
-def seen_after(settings: Settings) -> float | None:
+def seen_after(settings: Settings, store: Store) -> float | None:
     """How long after a subscriber attaches its seen-set is loaded and trusted: a node drops
     a crawler the hub no longer polls it for within orphan_after, and detach_after more covers
-    a store write that node had begun (None: BLACKWIDOW_SEEN_SET=0, no seen-set)."""
-    return settings.orphan_after + settings.detach_after if settings.seen_set else None
+    a store write that node had begun. None, no seen-set: BLACKWIDOW_SEEN_SET=0, or a store
+    whose writes read nothing a filter could save (bench/dedup.py: it only costs there)."""
+    if not (settings.seen_set and store.reads_before_write):
+        return None
+    return settings.orphan_after + settings.detach_after

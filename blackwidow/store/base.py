@@ -18,6 +18,10 @@ class StoreUnavailable(Exception):
 
 
 class Store(Protocol):
+    # Whether add reads if each item is stored before writing it (Cassandra's items_by_id):
+    # the read a node's seen-set saves. False where the write's own key check decides.
+    reads_before_write: bool
+
     def add(
         self,
         items: Sequence[Item],

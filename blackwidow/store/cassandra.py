@@ -124,6 +124,8 @@ class CassandraStore:
     ledger of its own id writes (blackwidow.store.writer_ledger).
     """
 
+    reads_before_write = True  # items_by_id says which items are new: a read per write
+
     def __init__(self, config: CassandraConfig) -> None:
         self._config = config
         self._lock = threading.Lock()

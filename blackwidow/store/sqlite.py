@@ -90,6 +90,8 @@ class SqliteStore:
     writers queue instead of failing. One connection serves all threads behind a lock.
     """
 
+    reads_before_write = False  # INSERT OR IGNORE: "stored already?" is the insert's key lookup
+
     def __init__(self, path: str) -> None:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(
