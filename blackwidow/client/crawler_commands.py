@@ -43,16 +43,32 @@ def show(hub: HubClient, crawler_id: int, fmt: str) -> None:
     output.record(hub.json("GET", f"/api/v1/crawlers/{crawler_id}"), fmt)
 
 
+def _json_object(value: str, hint: str) -> Any:
+    """A JSON object given on the command line; `null` passes, for the caller to refuse."""
+    try:
+        parsed = json.loads(value)
+    except ValueError as error:
+        raise click.BadParameter(f"not JSON: {error}", param_hint=hint) from None
+    if parsed is not None and not isinstance(parsed, dict):
+        raise click.BadParameter("must be a JSON object", param_hint=hint)
+    return parsed
+
+
 def _query(value: str | None) -> dict[str, Any] | None:
     if value is None:
         return None
-    try:
-        query = json.loads(value)
-    except ValueError as error:
-        raise click.BadParameter(f"not JSON: {error}", param_hint="--query") from None
-    if not isinstance(query, dict):
+    query = _json_object(value, "--query")
+    if query is None:
         raise click.BadParameter("must be a JSON object", param_hint="--query")
     return query
+
+
+SCHEDULE_HELP = (
+    "When it polls, or the window it runs in, as JSON: '{\"every\": 300}', "
+    '\'{"cron": "*/15 * * * *", "timezone": "Europe/Paris"}\' or '
+    '\'{"cron": "0 9 * * 1-5", "for": 28800}\'.'
+)
+RECOLLECT_HELP = "Collect an item again, as a new version, once this many seconds have passed."
 
 
 def _rss_query(feeds: tuple[str, ...], keywords: tuple[str, ...]) -> dict[str, Any]:
@@ -69,6 +85,8 @@ def _rss_query(feeds: tuple[str, ...], keywords: tuple[str, ...]) -> dict[str, A
 @click.option("--keyword", "keywords", multiple=True, help="Keep only items with this word.")
 @click.option("--query", "query_json", help="The whole query as JSON (any source).")
 @click.option("--item-limit", type=click.IntRange(min=1), help="Stop after this many items.")
+@click.option("--schedule", "schedule_json", help=SCHEDULE_HELP)
+@click.option("--recollect-after", type=click.IntRange(min=1), help=RECOLLECT_HELP)
 @click.option("--disabled", is_flag=True, help="Create it without running it.")
 @output.format_option(default_piped="json")
 @connected
@@ -80,6 +98,8 @@ def add(
     keywords: tuple[str, ...],
     query_json: str | None,
     item_limit: int | None,
+    schedule_json: str | None,
+    recollect_after: int | None,
     disabled: bool,
     fmt: str,
 ) -> None:
@@ -92,6 +112,10 @@ def add(
     body: dict[str, Any] = {"name": name, "source": source, "query": query}
     if item_limit is not None:
         body["item_limit"] = item_limit
+    if schedule_json is not None:
+        body["schedule"] = _json_object(schedule_json, "--schedule")
+    if recollect_after is not None:
+        body["recollect_after"] = recollect_after
     if disabled:
         body["enabled"] = False
     output.record(hub.json("POST", "/api/v1/crawlers", json=body), fmt)
@@ -104,6 +128,8 @@ def add(
 @click.option("--keyword", "keywords", multiple=True, help="Replace the keywords (rss; repeat).")
 @click.option("--query", "query_json", help="Replace the whole query (JSON).")
 @click.option("--item-limit", type=click.IntRange(min=1), help="A new item limit.")
+@click.option("--schedule", "schedule_json", help=SCHEDULE_HELP[:-1] + "; null removes it.")
+@click.option("--recollect-after", type=click.IntRange(min=1), help=RECOLLECT_HELP)
 @click.option("--enable/--disable", "enabled", default=None, help="Run it, or stop it.")
 @output.format_option(default_piped="json")
 @connected
@@ -113,11 +139,14 @@ def edit(
     feeds: tuple[str, ...],
     keywords: tuple[str, ...],
     query_json: str | None,
+    schedule_json: str | None,
     fmt: str,
     **changes: Any,
 ) -> None:
     """Change a crawler; what is not given stays as it is."""
     edits = {name: value for name, value in changes.items() if value is not None}
+    if schedule_json is not None:
+        edits["schedule"] = _json_object(schedule_json, "--schedule")
     query = _query(query_json)
     if query is None and (feeds or keywords):
         current = hub.json("GET", f"/api/v1/crawlers/{crawler_id}")["query"]

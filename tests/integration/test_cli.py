@@ -169,6 +169,13 @@ def test_a_newcomer_logs_in_imports_opml_follows_items_and_exports_csv(
     assert [c["id"] for c in stopped] == [growing["id"]]
     edited = analyst.lines("crawlers", "edit", str(growing["id"]), "--name", "renamed")[0]
     assert (edited["name"], edited["enabled"]) == ("renamed", False)
+    timed = analyst.lines(
+        *("crawlers", "edit", str(growing["id"]), "--schedule", '{"every": 300}'),
+        *("--recollect-after", "7200"),
+    )[0]
+    assert (timed["schedule"], timed["recollect_after"]) == ({"every": 300}, 7200)
+    untimed = analyst.lines("crawlers", "edit", str(growing["id"]), "--schedule", "null")[0]
+    assert (untimed["schedule"], untimed["recollect_after"]) == (None, 7200)
     assert not analyst.ok("crawlers", "enable", str(growing["id"])).strip().endswith("disabled")
     assert analyst.lines("crawlers", "show", str(growing["id"]))[0]["enabled"] is True
     analyst.ok("crawlers", "rm", str(growing["id"]), "--yes")
@@ -213,6 +220,13 @@ def test_bad_input_exits_2_a_refusal_exits_1_and_admins_manage_users(
     assert not_a_number.returncode == 2 and "CRAWLER_ID" in not_a_number.stderr
     bad_since = bob.run("items", "1", "--since", "yesterday")
     assert bad_since.returncode == 2 and "--since" in bad_since.stderr
+    not_json = bob.run("crawlers", "add", "--name", "x", "--feed", hub.feed("x"), "--schedule", "5")
+    assert not_json.returncode == 2 and "--schedule" in not_json.stderr
+    bad_cron = bob.run(
+        *("crawlers", "add", "--name", "x", "--feed", hub.feed("x")),
+        *("--schedule", '{"cron": "every day"}'),
+    )
+    assert bad_cron.returncode == 1 and "(field schedule.cron)" in bad_cron.stderr
     bad_url = bob.run("crawlers", "add", "--name", "x", "--feed", "ftp://example.org/feed")
     assert bad_url.returncode == 1 and "(field query.feeds.0)" in bad_url.stderr
     assert bad_url.stderr.startswith("error: query.feeds.0: ")
