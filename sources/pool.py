@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Collection, Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from sources.changes import ChangeCounter, Changes, gone_after
@@ -22,6 +23,7 @@ from sources.keys import source_key
 from sources.ledger import NO_LEDGER, DeliveryLedger, RunCounts
 from sources.model import DataSource, ReportsFeeds, SubscriberSpec
 from sources.observer import UNOBSERVED, SourceObserver
+from sources.recollection import SegmentTimers
 from sources.renewals import Renewals
 from sources.seen import SeenSet
 from sources.shared_source import PoolSink, SharedSource, described
@@ -43,6 +45,7 @@ class DataSourcePool:
         ledger: DeliveryLedger = NO_LEDGER,
         observer: SourceObserver = UNOBSERVED,
         seen_after: float | None = None,
+        now_at: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         # a subscriber's seen-set is trusted this long after it attaches (sources.seen);
         # None: no seen-set, every id is asked of the store
@@ -56,6 +59,8 @@ class DataSourcePool:
         self._buffer = buffer
         self._lock = threading.RLock()
         self._sources: dict[str, SharedSource] = {}
+        self._segments = SegmentTimers()  # subscribers' next segments (recollect_after)
+        self._now_at = now_at  # the wall clock time segments follow
         self._subscribers: dict[int, tuple[str, Subscriber]] = {}
         self._waiting = WaitingSubscribers()
         self.changes_of = ChangeCounter()
@@ -72,6 +77,8 @@ class DataSourcePool:
                 subscriber = current[1]
                 subscriber.confirmed_at = now
                 if subscriber.digest != spec.digest():
+                    if spec.recollect_after != subscriber.spec.recollect_after:
+                        self._plan_segment(spec)
                     subscriber.update(spec)
                     to_stop += self._reopen_for(self._sources[key], key, spec)
                     self._sources[key].source.attach(spec)  # e.g. new terms: new rules
@@ -88,8 +95,10 @@ class DataSourcePool:
                     buffer=self._buffer,
                     lease_in_force=self._lease_in_force(key),
                     seen=self._seen_set(spec.crawler_id),
+                    now_at=self._now_at,
                 )
                 self.started += 1
+                self._plan_segment(spec)
                 shared, started = self._attach(key, spec, subscriber, to_stop)
                 status = None
         self._stop_all(to_stop)
@@ -99,6 +108,32 @@ class DataSourcePool:
         if not started:
             subscriber.offer(shared.source.snapshot())
         return subscriber.status()
+
+    def _plan_segment(self, spec: SubscriberSpec) -> None:
+        if spec.recollect_after is not None:
+            self._segments.plan(spec.crawler_id, spec.recollect_after, self._now_at())
+
+    def recollect_due(self) -> None:
+        """Offer each subscriber whose next time segment has begun its data source's current
+        items again (sources.recollection), to be collected as the new segment's versions.
+        A subscriber whose store is failing with a full buffer is asked again next time."""
+        now_at = self._now_at()
+        with self._lock:
+            due = []
+            for crawler_id, length in self._segments.due(now_at):
+                entry = self._subscribers.get(crawler_id)
+                if entry is not None and entry[1].spec.recollect_after == length:
+                    due.append((entry[1], self._sources[entry[0]].source))
+        for subscriber, source in due:
+            spec = subscriber.spec
+            if spec.recollect_after is None:
+                continue
+            taken = subscriber.offer(source.snapshot(), block=False)
+            with self._lock:
+                if taken:
+                    self._segments.plan(spec.crawler_id, spec.recollect_after, now_at)
+                else:
+                    self._segments.retry(spec.crawler_id, spec.recollect_after, now_at)
 
     def _seen_set(self, crawler_id: int) -> SeenSet | None:
         if self._seen_after is None:

@@ -129,11 +129,12 @@ class Subscriber:
             self._apply(spec)
             self._store_held()
 
-    def offer(self, items: Sequence[Item]) -> None:
+    def offer(self, items: Sequence[Item], block: bool = True) -> bool:
         """Take items from the data source: keep the matching ones, store what fits.
 
         Blocks while the store is failing and the buffer is full; returns once the items
-        are held (or the subscriber is closed).
+        are held (or the subscriber is closed). Without `block`, returns False at once,
+        taking nothing, where it would block.
         """
         wanted = [i.for_crawler(self.spec.crawler_id) for i in items if matches(self._pattern, i)]
         length = self.spec.recollect_after
@@ -141,18 +142,25 @@ class Subscriber:
             now_at = self._now_at()
             wanted = [versioned(item, length, now_at) for item in wanted]
         with self._cond:
+            if not block and self._full():
+                return False
             self.delivered += len(items)
             self._changed()
             if not wanted:
-                return
-            while self._failing and len(self._held) >= self._buffer and not self._closed:
+                return True
+            while self._full():
                 self._cond.wait(timeout=max(0.01, self._retry_at - self._clock()))
                 self._retry_due()
             if self._closed:
-                return
+                return True
             self._held.extend(wanted)
             self._retry_due()
             self._drop_beyond_buffer()
+            return True
+
+    def _full(self) -> bool:
+        """A failing store and a full buffer: what is offered must wait (lock held)."""
+        return self._failing and len(self._held) >= self._buffer and not self._closed
 
     @property
     def failing(self) -> bool:

@@ -1,4 +1,5 @@
-"""The node's timers: retry failed store writes, drop orphans, detach when the hub goes quiet."""
+"""The node's timers: retry failed store writes, drop orphans, detach when the hub goes quiet,
+offer subscribers their data source's items again when a new time segment begins."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ def check(node: Node, orphan_after: float, detach_after: float) -> None:
     for crawler_id in node.orphans(orphan_after):
         log.warning("orphan subscriber dropped crawler=%s", crawler_id)
         node.pool.delete(crawler_id)
+    node.pool.recollect_due()
 
 
 def run(node: Node, orphan_after: float, detach_after: float, stop: threading.Event) -> None:

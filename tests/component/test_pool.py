@@ -429,3 +429,42 @@ def test_stopped_data_sources_and_subscribers_report_their_final_deliveries_unti
     cleared = pool.changes(gone.stream, gone.number)
     assert cleared.full and [d["delivered"] for d in cleared.departed_data_sources] == [{"1": 10}]
     assert [(d["crawler_id"], d["delivered"]) for d in cleared.departed_subscribers] == [(2, 10)]
+
+
+def test_items_still_in_the_feed_are_collected_again_when_a_new_segment_begins(
+    sources: OpenedSources, store: SqliteStore, feeds: FeedServer
+) -> None:
+    clock = WallClock(datetime(2026, 11, 25, 14, 30, tzinfo=UTC))
+    pool = DataSourcePool(sources, store, now_at=clock)
+    weekly = dataclasses.replace(spec(1, [feed(feeds, "reviews", items=4)]), recollect_after=3600)
+    try:
+        pool.put(weekly, now=0.0)
+        wait_until(lambda: store.count(1) == 4, what="the first segment's versions")
+        pool.recollect_due()  # the segment has not passed: nothing is offered again
+        clock.at += timedelta(minutes=29)
+        pool.recollect_due()
+        assert store.count(1) == 4  # the feed, polled again and again, delivers nothing new
+
+        clock.at += timedelta(minutes=1)  # 15:00: the next segment begins
+        pool.recollect_due()
+        assert store.count(1) == 8
+        pool.recollect_due()  # once per segment
+        assert store.count(1) == 8
+    finally:
+        pool.clear()
+    ids = sorted(item.id for item in store.items(1, 100))
+    assert [i.rsplit("@", 1)[1] for i in ids] == [
+        "2026-11-25T14:00:00Z",
+        "2026-11-25T15:00:00Z",
+    ] * 4
+    assert len({i.rsplit("@", 1)[0] for i in ids}) == 4  # the same four entries, twice
+
+
+class WallClock:
+    """A wall clock the test moves by hand."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def __call__(self) -> datetime:
+        return self.at
