@@ -27,6 +27,7 @@ from sources.polled import PollState
 from sources.records import Page, PageError
 from sources.scheduled import ScheduledEntries
 from sources.scheduler import FetchScheduler, NextPoll
+from sources.source_type import SourceContext
 from sources.urls import canonical_url
 
 log = logging.getLogger(__name__)
@@ -202,6 +203,22 @@ class PagedSource:
         if error != self._reported and not self._entries.stopped:
             self._reported = error
             sink.report_error(error and f"{self._first.url}: {error}", failing=error is not None)
+
+
+def open_listing(
+    key: str, query: dict[str, Any], first_url: str, extract: Extract, context: SourceContext
+) -> PagedSource:
+    """A configured listing as a node opens it, from a validated page or json query."""
+    return PagedSource(
+        key,
+        first_url,
+        extract,
+        context.fetcher,
+        context.feed_interval,
+        page_limit=query["page_limit"],
+        page_interval=query["page_interval"],
+        scheduler=context.scheduler,
+    )
 
 
 def _digest(result: FetchResult) -> bytes:

@@ -8,24 +8,15 @@ import functools
 from sources.jsonapi.extract import JsonPaths, extract_json
 from sources.jsonapi.query import JsonQuery
 from sources.model import DataSource, SubscriberSpec
-from sources.paged import PagedSource
+from sources.paged import open_listing
 from sources.paged_query import paged_fetch_target
 from sources.source_type import SourceContext, SourceType
 
 
 def _open(key: str, spec: SubscriberSpec, context: SourceContext) -> DataSource:
-    query = spec.query
-    paths = JsonPaths.of(query)
-    return PagedSource(
-        key,
-        paths.first_url(query["url"]),
-        functools.partial(extract_json, paths),
-        context.fetcher,
-        context.feed_interval,
-        page_limit=query["page_limit"],
-        page_interval=query["page_interval"],
-        scheduler=context.scheduler,
-    )
+    paths = JsonPaths.of(spec.query)
+    first_url = paths.first_url(spec.query["url"])
+    return open_listing(key, spec.query, first_url, functools.partial(extract_json, paths), context)
 
 
 SOURCE_TYPE = SourceType(query_schema=JsonQuery, fetch_target=paged_fetch_target, open=_open)

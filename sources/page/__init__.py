@@ -8,23 +8,14 @@ import functools
 from sources.model import DataSource, SubscriberSpec
 from sources.page.extract import PagePaths, extract_page
 from sources.page.query import PageQuery
-from sources.paged import PagedSource
+from sources.paged import open_listing
 from sources.paged_query import paged_fetch_target
 from sources.source_type import SourceContext, SourceType
 
 
 def _open(key: str, spec: SubscriberSpec, context: SourceContext) -> DataSource:
-    query = spec.query
-    return PagedSource(
-        key,
-        query["url"],
-        functools.partial(extract_page, PagePaths.of(query)),
-        context.fetcher,
-        context.feed_interval,
-        page_limit=query["page_limit"],
-        page_interval=query["page_interval"],
-        scheduler=context.scheduler,
-    )
+    extract = functools.partial(extract_page, PagePaths.of(spec.query))
+    return open_listing(key, spec.query, spec.query["url"], extract, context)
 
 
 SOURCE_TYPE = SourceType(query_schema=PageQuery, fetch_target=paged_fetch_target, open=_open)
