@@ -8,6 +8,7 @@ they change the ids its data source gives.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,14 +41,20 @@ class UrlKeys:
         rules = query.get("url_keys") or {}
         return cls(_lowered(rules.get("drop", ())), _lowered(rules.get("keep", ())))
 
+    @functools.cached_property
+    def _patterns(self) -> tuple[frozenset[str], tuple[str, ...]]:
+        """The names dropped, and the prefixes: worked out once per set of rules, not per
+        parameter of every link."""
+        patterns = (DROPPED_BY_DEFAULT - self.keep) | self.drop
+        names = frozenset(p for p in patterns if not p.endswith("*"))
+        return names, tuple(p[:-1] for p in patterns if p.endswith("*"))
+
     def dropped(self, name: str) -> bool:
         lowered = name.lower()
         if lowered in self.keep:
             return False
-        patterns = (DROPPED_BY_DEFAULT - self.keep) | self.drop
-        return any(
-            lowered.startswith(p[:-1]) if p.endswith("*") else lowered == p for p in patterns
-        )
+        names, prefixes = self._patterns
+        return lowered in names or lowered.startswith(prefixes)
 
 
 DEFAULT_KEYS = UrlKeys()
