@@ -1,0 +1,44 @@
+"""Histories the model-based test of the monitor (test_monitor_model.py) found failing, each
+replayed on the same real cluster and checked against the same invariants."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from blackwidow.demo.feed_server import FeedServer
+from blackwidow.node_protocol import shard_of
+from tests.component.conftest import ADMIN, bearer
+from tests.component.model_cluster import Cluster
+from tests.component.model_invariants import check
+
+
+@pytest.fixture
+def cluster(sqlite_template: Path, tmp_path: Path) -> Iterator[Cluster]:
+    world = Cluster(sqlite_template, tmp_path / "history", "modulo", shards=2)
+    yield world
+    world.close()
+
+
+def test_a_shard_s_new_leader_leaves_other_shards_assignments_alone(
+    cluster: Cluster, feeds: FeedServer
+) -> None:
+    """Each shard's new leader read every assignment and, not owning the crawler of one,
+    took it for deleted and removed its row: SQL said it ran nowhere while its node ran it."""
+    made = cluster.api.post("/api/v1/users", json={"name": "ana"}, headers=bearer(ADMIN))
+    token = made.json["token"]
+    owners: set[int] = set()
+    for n in range(40):  # crawlers until each of the two shards owns one
+        query = {"feeds": [f"{feeds.url}/feeds/f{n}.xml?items=3"]}
+        body = {"name": f"c{n}", "source": "rss", "query": query}
+        crawler = cluster.api.post("/api/v1/crawlers", json=body, headers=bearer(token)).json
+        owners.add(shard_of(crawler["uuid"], 2))
+        if owners == {0, 1}:
+            break
+    cluster.start_node(capacity=4)
+
+    cluster.settle()
+
+    check(cluster)
