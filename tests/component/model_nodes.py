@@ -8,6 +8,7 @@ address (the partition heals), or stop for good (`kill -9`); a restarted node is
 
 from __future__ import annotations
 
+import errno
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -23,9 +24,19 @@ from spawn import watchdog
 from spawn.app import create_node_app
 from spawn.node import Node
 from tests.component.conftest import SECRET
+from tests.support import wait_until
 
 LOOPBACK = frozenset({"127.0.0.1"})
 FEED_INTERVAL = 60.0  # real seconds: within a history a data source fetches once, when it starts
+
+
+def _bound(app: Any, port: int) -> tuple[Any, str] | None:
+    try:
+        return serving.bind(app, "127.0.0.1", port)
+    except OSError as error:
+        if error.errno != errno.EADDRINUSE:
+            raise
+        return None
 
 
 class ModelNode:
@@ -51,7 +62,11 @@ class ModelNode:
         return self._server is not None
 
     def _serve(self, port: int) -> str:
-        self._server, url = serving.bind(self._app, "127.0.0.1", port)
+        """Serve on `port` (0: a free one). A port just closed is free once the closed
+        server's poll, which still holds its socket, wakes: within a second."""
+        self._server, url = wait_until(
+            lambda: _bound(self._app, port), timeout=5, what=f"port {port} free"
+        )
         self._thread = threading.Thread(target=self._server.run, name=f"node-{url}", daemon=True)
         self._thread.start()
         return url
@@ -65,7 +80,7 @@ class ModelNode:
         # waitress serves kept-alive connections after its listener closes (blackwidow.serving)
         for channel in list(server._map.values()):
             channel.close()
-        self._thread = None  # its loop ends at its next wake-up, in a second at most
+        self._thread = None  # its loop ends, and lets go of the port, at its next wake-up
 
     def heal(self) -> None:
         """Answer again at the same address."""
