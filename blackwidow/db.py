@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, inspect, make_url
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -62,6 +65,12 @@ def is_contention(error: BaseException) -> bool:
     if code is not None:
         return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     return getattr(error.orig, "sqlstate", None) in _POSTGRES_CONTENTION
+
+
+def insert_for(session: Session) -> Callable[..., Any]:
+    """The dialect's INSERT, which knows ON CONFLICT (SQLite and PostgreSQL alike)."""
+    dialect = session.get_bind().dialect.name
+    return postgresql.insert if dialect == "postgresql" else sqlite.insert
 
 
 def make_sessions(engine: Engine) -> sessionmaker[Session]:

@@ -14,13 +14,13 @@ user's billed total per source type.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from sqlalchemy import case, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from blackwidow.db import insert_for
 from blackwidow.models import (
     MAX_INTEGER,
     BilledTotal,
@@ -170,7 +170,7 @@ def _bill(session: Session, growth: dict[tuple[int, str], int]) -> None:
         {"user_id": user_id, "source": source, "delivered": items}
         for (user_id, source), items in sorted(growth.items())
     ]
-    insert = _insert_for(session)(BilledTotal).values(rows)
+    insert = insert_for(session)(BilledTotal).values(rows)
     total = BilledTotal.delivered + insert.excluded.delivered
     session.execute(
         insert.on_conflict_do_update(
@@ -178,9 +178,3 @@ def _bill(session: Session, growth: dict[tuple[int, str], int]) -> None:
             set_={"delivered": case((total > MAX_INTEGER, MAX_INTEGER), else_=total)},
         )
     )
-
-
-def _insert_for(session: Session) -> Callable[..., Any]:
-    """The dialect's INSERT, which knows ON CONFLICT (SQLite and PostgreSQL alike)."""
-    dialect = session.get_bind().dialect.name
-    return postgresql.insert if dialect == "postgresql" else sqlite.insert

@@ -64,6 +64,7 @@ class Reconciler:
         wall: Callable[[], float] = time.time,  # epoch seconds, for crawl windows
         figures: MonitorFigures | None = None,
         *,
+        fence: Callable[[Session], None] = lambda session: None,
         alerts: Emitter,
     ) -> None:
         self._sessions = sessions
@@ -77,6 +78,7 @@ class Reconciler:
         self._lease_horizon = lease_horizon
         self._shard = shard
         self._leading = leading  # False once the lock is lost: nothing more is pushed
+        self._fence = fence  # raises unless the lock is still this leader's, in the database
         self._placement = Placement()  # runnable crawler -> the node routing chose
         # runnable, but no node took it (none live, or none with room): never dropped, it is
         # routed again at every pass that has a node able to take it
@@ -95,6 +97,7 @@ class Reconciler:
         outcome = self._execute(plan) if self._leading() else Outcome()
         rows, placed, unplaced = self._settle(outcome)
         with self._sessions.begin() as session:
+            self._fence(session)
             write(session, rows)
             save_assignments(session, placed, unplaced)
             changes.taken(session, taken)
@@ -119,6 +122,7 @@ class Reconciler:
             for crawler_id in self._intake.replaced:  # its key may have changed: route again
                 self._placement.pop(crawler_id)
         with self._sessions.begin() as session:
+            self._fence(session)
             budgets = self._budgets(session)
             plan, grants = self._decide(budgets)
             write(session, grants)
