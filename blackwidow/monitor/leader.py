@@ -44,10 +44,12 @@ def ensure(session: Session, names: list[str]) -> None:
 
 
 def fence(session: Session, name: str, holder: str, epoch: int) -> None:
-    """Raise LeadLost unless `holder` still holds the lock at `epoch`; called first in a
-    leader's transaction, it holds the row shared to the commit, so a successor's takeover
-    waits for the transaction and a stale leader's writes never land after it (PostgreSQL;
-    SQLite serialises writers anyway)."""
+    """Raise LeadLost unless `holder` still holds the lock at `epoch`, so the leader's
+    transaction rolls back. Called last in the transaction: on PostgreSQL it holds the row
+    shared to the commit, so a takeover either committed before (and this fails) or waits for
+    the commit; on SQLite the transaction holds the write lock by then, so no takeover can
+    commit in between (checked first, a read would start a snapshot that a write after
+    another hub's commit could not use)."""
     held = session.scalar(
         select(MonitorLock.epoch)
         .where(MonitorLock.name == name, MonitorLock.holder == holder)

@@ -68,7 +68,9 @@ class Liveness:
         self._clock = clock
         self._probe_dead_for = probe_dead_for
         self._leading = leading  # False once the lock lapsed: a stale leader records nothing
-        self._fence = fence  # raises unless the lock is still this leader's, in the database
+        # raises unless the lock is still this leader's, in the database; called last in
+        # each transaction, once SQLite's write lock is held (PostgreSQL: see leader.fence)
+        self._fence = fence
         self._watch = watch
         self._statuses = StatusIntake(memory, watch)
         self._dead_node_retention = dead_node_retention
@@ -91,7 +93,6 @@ class Liveness:
         if not self._leading():  # it stalled past its lock mid-poll: its view is not news
             return
         with self._sessions.begin() as session:  # heartbeats stand whatever statuses hold
-            self._fence(session)
             gone = self._record_nodes(session, reports, targets, now)
             rows = session.execute(
                 select(Node.id, Node.capacity)
@@ -99,13 +100,14 @@ class Liveness:
                 .order_by(Node.id)
             )
             capacity = {row.id: row.capacity for row in rows}
+            self._fence(session)
         try:
             with self._sessions.begin() as session:
-                self._fence(session)
                 taken = self._statuses.record(session, reports, targets, now)
                 if self._detector is not None:  # one leader judges nodes, so one tells of them
                     self._watch.holding(reports, {n: t.url for n, t in targets.items()})
                 self._watch.flush(session)
+                self._fence(session)
         except Exception:
             # nothing remembered, so the nodes report the same again; the reconciler runs
             # meanwhile: what made the statuses fail may be a crawler change it takes

@@ -78,7 +78,7 @@ class Reconciler:
         self._lease_horizon = lease_horizon
         self._shard = shard
         self._leading = leading  # False once the lock is lost: nothing more is pushed
-        self._fence = fence  # raises unless the lock is still this leader's, in the database
+        self._fence = fence  # raises unless the lock is still ours: last in each transaction
         self._placement = Placement()  # runnable crawler -> the node routing chose
         # runnable, but no node took it (none live, or none with room): never dropped, it is
         # routed again at every pass that has a node able to take it
@@ -97,11 +97,11 @@ class Reconciler:
         outcome = self._execute(plan) if self._leading() else Outcome()
         rows, placed, unplaced = self._settle(outcome)
         with self._sessions.begin() as session:
-            self._fence(session)
             write(session, rows)
             save_assignments(session, placed, unplaced)
             changes.taken(session, taken)
             self._alerts.emit(session, self._failed)
+            self._fence(session)
         self._failed = []
 
     def plan(self) -> tuple[Plan, list[int]]:
@@ -122,10 +122,10 @@ class Reconciler:
             for crawler_id in self._intake.replaced:  # its key may have changed: route again
                 self._placement.pop(crawler_id)
         with self._sessions.begin() as session:
-            self._fence(session)
             budgets = self._budgets(session)
             plan, grants = self._decide(budgets)
             write(session, grants)
+            self._fence(session)
         self._figures.count("lease_grants", len(grants))
         return plan, taken
 
