@@ -163,6 +163,13 @@ class Cluster:
         assert response.status_code == 201, response.text
         return response.json()
 
+    def batch(self, token: str, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Crawlers created in one transaction, so one monitor pass pushes them together."""
+        body = {"crawlers": bodies}
+        response = self.call("POST", "/api/v1/crawlers/batch", token, json=body)
+        assert response.status_code == 201, response.text
+        return response.json()["crawlers"]
+
     def get(self, token: str, crawler_id: int) -> dict[str, Any]:
         return self.call("GET", f"/api/v1/crawlers/{crawler_id}", token).json()
 
