@@ -3,10 +3,10 @@
 Data sources add their periodic fetches (one entry per feed) with a job to run when due; the
 schedule (sources.schedule) decides which due entry runs next, fairly and politely. Threads
 stay `fetchers` + 1 whatever the number of entries: the fetchers wait on a condition until
-there is work, one timer thread sleeps until the next due time (or an earlier entry comes),
-and nothing wakes in between. Threads rather than asyncio: the guarded fetcher is blocking
-requests (its address check hooks the connection), parsing holds the interpreter either way,
-and a few dozen threads meet the node's aims (bench/node_feeds.py).
+there is work, one timer thread sleeps until the next due time or the end of a host's gap
+(or an earlier one comes), and nothing wakes in between. Threads rather than asyncio: the
+guarded fetcher is blocking requests (its address check hooks the connection), parsing holds
+the interpreter either way, and a few dozen threads meet the node's aims (bench/node_feeds.py).
 
 Retries are spread by jitter, so feeds that failed together do not retry together.
 
