@@ -20,6 +20,7 @@ import pytest
 import requests
 
 from blackwidow.demo import processes
+from tests.servers.listing_site import ListingSite
 from tests.support import every_page, wait_until
 
 FAST_TIMERS = {
@@ -224,6 +225,13 @@ def cluster(tmp_path: Path) -> Iterator[Callable[[int], Cluster]]:
     yield _start
     for running in started:
         running.stop()
+
+
+@pytest.fixture
+def site() -> Iterator[ListingSite]:
+    """The local listing site (tests.servers.listing_site), in this process."""
+    with ListingSite() as running:
+        yield running
 
 
 def post_numbers(items: list[dict[str, Any]]) -> list[int]:

@@ -9,8 +9,6 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
-
 from tests.servers.listing_site import ListingSite
 from tests.support import wait_until
 
@@ -44,12 +42,6 @@ def test_a_windowed_crawler_runs_only_inside_its_window(cluster):
     assert items, "nothing collected while the window was open"
     seconds = [datetime.fromisoformat(item["fetched_at"]).timestamp() for item in items]
     assert all(moment % PERIOD < OPEN_FOR + SLACK for moment in seconds), seconds
-
-
-@pytest.fixture
-def site():
-    with ListingSite() as running:
-        yield running
 
 
 def daily_at(moment: datetime, lasting: int) -> dict[str, Any]:
