@@ -1,8 +1,10 @@
 """The Cassandra store stays exact when replies are lost and writers die: a real Cassandra
-behind the CQL fault proxy, which lets a statement run and loses its answer.
+behind the CQL fault proxy, which lets a statement run and loses its answer, hanging up the
+connection (the driver says NoHostAvailable) or leaving it open (OperationTimedOut).
 
 A writer that "dies" is a store closed after its failed write, never retried; "another
-writer" is a second store instance, as a second node is.
+writer" is a second store instance, as a second node is. The node's own write path (a
+subscriber with a trusted seen-set, over the node's sink) is run through the same faults.
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ from typing import Any
 import pytest
 
 from blackwidow.store import CassandraStore, StoreUnavailable, open_store
-from sources.model import Item
+from sources.changes import ChangeCounter
+from sources.model import Item, SubscriberSpec
+from sources.seen import SeenSet
+from sources.subscriber import Subscriber
+from spawn.sink import NodeSink
 from tests.servers.cql_proxy import CqlProxy
 from tests.support import wait_until
 
@@ -26,6 +32,10 @@ ITEM_ROWS = "items_by_crawler ("  # the items' own rows
 ID_ROWS = "items_by_id (crawler_id"  # the id rows written before them (pending)
 CONFIRM = "SET pending = false"  # the commit mark: ids confirmed, with the writer's total
 TOTAL = "_totals SET stored"  # the writer's total
+DAYS = "crawler_days (crawler_id"  # which day partitions reads look in
+MOVED = "SET conversation_id"  # a folded conversation's id rows told their root
+DROPPED = "DELETE FROM"  # a folded conversation's old rows
+ANSWER_WAIT = 2  # seconds a quiet store waits for an answer: a dropped one costs this
 
 
 @pytest.fixture
@@ -34,9 +44,10 @@ def proxy(cassandra_service: Any) -> Iterator[CqlProxy]:
         yield running
 
 
-def through(proxy: CqlProxy, cassandra_service: Any, url: str) -> CassandraStore:
+def through(proxy: CqlProxy, cassandra_service: Any, url: str, options: str = "") -> CassandraStore:
     """A store that reaches Cassandra through the proxy."""
-    store = open_store(url.replace(cassandra_service.contact_points, proxy.contact_points))
+    url = url.replace(cassandra_service.contact_points, proxy.contact_points)
+    store = open_store(url + options)
     assert isinstance(store, CassandraStore)
     return store
 
@@ -44,6 +55,17 @@ def through(proxy: CqlProxy, cassandra_service: Any, url: str) -> CassandraStore
 @pytest.fixture
 def writer(proxy: CqlProxy, cassandra_service: Any, cassandra_store_url: str) -> Iterator[Any]:
     store = through(proxy, cassandra_service, cassandra_store_url)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def quiet_writer(
+    proxy: CqlProxy, cassandra_service: Any, cassandra_store_url: str
+) -> Iterator[Any]:
+    """A writer that waits ANSWER_WAIT for an answer, for replies dropped without a hang-up."""
+    options = f"&request_timeout={ANSWER_WAIT}"
+    store = through(proxy, cassandra_service, cassandra_store_url, options)
     yield store
     store.close()
 
@@ -80,8 +102,8 @@ def retried(store: Any, items: list[Item]) -> list[Item]:
     return wait_until(attempt, timeout=30, what="the store to answer")[0]
 
 
-def fails(store: Any, items: list[Item], proxy: CqlProxy) -> None:
-    with pytest.raises(StoreUnavailable):
+def fails(store: Any, items: list[Item], proxy: CqlProxy, error: str = "") -> None:
+    with pytest.raises(StoreUnavailable, match=error):
         store.add(items)
     assert proxy.rules_left() == 0 and proxy.lost == 1
 
@@ -104,6 +126,23 @@ def test_a_retry_after_a_lost_reply_reports_the_items_new_exactly_once(
     assert listed(writer, one) == [(item_id, T0) for item_id in ids(items)]
     assert writer.add(items) == []  # answered now: a re-delivery is not new
     assert writer.count(one) == COUNT
+
+
+@pytest.mark.parametrize("lost", [ID_ROWS, ITEM_ROWS, DAYS, CONFIRM])
+def test_a_retry_after_a_timed_out_write_reports_the_items_new_exactly_once(
+    quiet_writer: Any, proxy: CqlProxy, crawler_ids: tuple[int, ...], lost: str
+) -> None:
+    """The answer is dropped and the connection stays: the driver times out, as when packets
+    are lost, while the statements sent beside it are answered and the write ran in part."""
+    one = crawler_ids[0]
+    items = batch(one)
+    proxy.lose_reply(lost, hang_up=False)
+    fails(quiet_writer, items, proxy, "OperationTimedOut")
+
+    assert ids(retried(quiet_writer, items)) == ids(items)
+    assert quiet_writer.count(one) == COUNT
+    assert listed(quiet_writer, one) == [(item_id, T0) for item_id in ids(items)]
+    assert quiet_writer.add(items) == []
 
 
 def test_items_whose_confirm_went_unanswered_are_new_to_one_writer_only(
@@ -165,3 +204,56 @@ def test_a_redelivery_after_a_writer_died_before_its_ids_is_listed_once(
     assert [(item.id, item.fetched_at) for item in again] == [(i.id, T0) for i in batch(one)]
     assert other.count(one) == COUNT
     assert listed(other, one) == [(item_id, T0) for item_id in ids(batch(one))]
+
+
+def thread_items(crawler_id: int) -> tuple[list[Item], list[Item]]:
+    """A post `q`, and a reply `z` to `p` that comes before `p` (so it sits in conversation
+    `p`); then `p`, a reply to `q`, whose write folds conversation `p` into `q`, with a batch
+    of new items beside it."""
+
+    def entry(item_id: str, parent: str | None, conversation: str | None) -> Item:
+        return Item(item_id, "rss", None, None, None, None, None, T0, conversation, parent)
+
+    first = [entry("q", None, "q"), entry("z", "p", "p")]
+    return first, [entry("p", "q", "q"), *batch(crawler_id)]  # the subscriber claims them
+
+
+def node_subscriber(store: Any, crawler_id: int) -> Subscriber:
+    """A subscriber as a node runs it on Cassandra, its seen-set trusted from the first write."""
+    sink = NodeSink(store)
+    seen = SeenSet(lambda: sink.stored_ids(crawler_id), settle_after=0)
+    spec = SubscriberSpec(crawler_id, 1, "rss", {"feeds": []})
+    return Subscriber(spec, sink, 0.0, ChangeCounter(), on_failing=lambda _: None, seen=seen)
+
+
+def stored_all(subscriber: Subscriber) -> bool:
+    """Retry the held items when due, as the node's timer does; True once none are held."""
+    subscriber.retry()
+    return subscriber.held == 0 and not subscriber.failing
+
+
+@pytest.mark.parametrize("lost", [ID_ROWS, CONFIRM, MOVED, DROPPED])
+def test_a_node_stores_each_item_once_whichever_write_of_its_times_out(
+    quiet_writer: Any, proxy: CqlProxy, crawler_ids: tuple[int, ...], lost: str
+) -> None:
+    """The seen-set vouches the batch's ids new, so the write skips their reads; its answer is
+    dropped after the statement ran. The retry asks the store about every id and finishes the
+    write: every item listed once, in its thread's root, counted once, collected once."""
+    one = crawler_ids[0]
+    first, second = thread_items(one)
+    subscriber = node_subscriber(quiet_writer, one)
+    subscriber.offer(first)
+    assert subscriber.items_collected == len(first) and subscriber.seen is not None
+
+    proxy.lose_reply(lost, hang_up=False)
+    subscriber.offer(second)
+    assert subscriber.failing and "OperationTimedOut" in (subscriber.last_error or "")
+    assert subscriber.seen.vouched >= len(second)  # the timed-out write read none of them
+    wait_until(lambda: stored_all(subscriber), what="the held items to be stored")
+
+    everything = first + second
+    assert proxy.lost == 1
+    assert subscriber.items_collected == quiet_writer.count(one) == len(everything)
+    assert listed(quiet_writer, one) == sorted((item.id, T0) for item in everything)
+    thread = quiet_writer.conversation("q", [one], 10)
+    assert sorted(item.id for item in thread) == ["p", "q", "z"]
