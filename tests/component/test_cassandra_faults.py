@@ -9,16 +9,23 @@ subscriber with a trusted seen-set, over the node's sink) is run through the sam
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from blackwidow.demo.feed_server import FeedServer
 from blackwidow.store import CassandraStore, StoreUnavailable, open_store
 from sources.changes import ChangeCounter
+from sources.fetcher import GuardedFetcher
 from sources.model import Item, SubscriberSpec
+from sources.pool import DataSourcePool
+from sources.registry import opener
 from sources.seen import SeenSet
+from sources.source_type import SourceContext
 from sources.subscriber import Subscriber
 from spawn.sink import NodeSink
 from tests.servers.cql_proxy import CqlProxy
@@ -35,6 +42,9 @@ TOTAL = "_totals SET stored"  # the writer's total
 MOVED = "SET conversation_id"  # a folded conversation's id rows told their root
 DROPPED = "DELETE FROM"  # a folded conversation's old rows
 ANSWER_WAIT = 2  # seconds a quiet store waits for an answer: a dropped one costs this
+HUNG = 40  # seconds a write waits for an answer that will not come: longer than tests wait
+POLL_CALLS = 20  # a poll's calls made while a subscriber waits for its write
+FEED_INTERVAL = 0.1
 
 
 @pytest.fixture
@@ -256,3 +266,51 @@ def test_a_node_stores_each_item_once_whichever_write_of_its_times_out(
     assert listed(quiet_writer, one) == sorted((item.id, T0) for item in everything)
     thread = quiet_writer.conversation("q", [one], 10)
     assert sorted(item.id for item in thread) == ["p", "q", "z"]
+
+
+@pytest.mark.parametrize("change", ["pushed", "removed"])
+def test_a_node_answers_polls_while_a_changed_subscriber_waits_for_its_write(
+    proxy: CqlProxy,
+    cassandra_service: Any,
+    cassandra_store_url: str,
+    feeds: FeedServer,
+    crawler_ids: tuple[int, ...],
+    change: str,
+) -> None:
+    """A spec pushed, or a removal, for a subscriber whose write waits for an answer that will
+    not come never holds up the pool: a poll's calls are answered meanwhile, so the hub does
+    not take a live node whose store is slow to answer for a dead one."""
+    one = crawler_ids[0]
+    options = f"&request_timeout={HUNG}"
+    store = through(proxy, cassandra_service, cassandra_store_url, options)
+    fetcher = GuardedFetcher(allow_hosts=frozenset({"127.0.0.1"}), deadline=5.0)
+    pool = DataSourcePool(opener(SourceContext(fetcher, FEED_INTERVAL)), NodeSink(store))
+    spec = SubscriberSpec(one, 1, "rss", {"feeds": [f"{feeds.url}/feeds/news.xml?items=5"]})
+    try:
+        proxy.lose_reply(ID_ROWS, hang_up=False)
+        pool.put(spec, 0.0)
+        wait_until(lambda: proxy.lost, what="a write to wait for an answer that will not come")
+        if change == "pushed":
+            changed = dataclasses.replace(spec, item_limit=100)
+            threading.Thread(target=pool.put, args=(changed, 1.0), daemon=True).start()
+        else:
+            threading.Thread(target=pool.delete, args=(one,), daemon=True).start()
+
+        answered = threading.Event()
+        threading.Thread(target=_poll_calls, args=(pool, one, answered), daemon=True).start()
+        wait_until(answered.is_set, timeout=HUNG / 4, what="the poll's calls to be answered")
+    finally:
+        proxy.close()  # the waiting write fails at once
+        pool.clear()
+        store.close()
+
+
+def _poll_calls(pool: DataSourcePool, crawler_id: int, answered: threading.Event) -> None:
+    """What a poll asks of the pool, spread over a second: the push or removal begun just
+    before is inside the pool by then."""
+    for _ in range(POLL_CALLS):
+        pool.statuses()
+        pool.confirm([crawler_id], 2.0)
+        pool.counts()
+        answered.wait(1 / POLL_CALLS)
+    answered.set()
