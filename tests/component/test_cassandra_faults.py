@@ -3,31 +3,20 @@ behind the CQL fault proxy, which lets a statement run and loses its answer, han
 connection (the driver says NoHostAvailable) or leaving it open (OperationTimedOut).
 
 A writer that "dies" is a store closed after its failed write, never retried; "another
-writer" is a second store instance, as a second node is. The node's own write path (a
-subscriber with a trusted seen-set, over the node's sink) is run through the same faults.
+writer" is a second store instance, as a second node is. The node around the store goes
+through the same faults in test_node_store_faults.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from blackwidow.demo.feed_server import FeedServer
 from blackwidow.store import CassandraStore, StoreUnavailable, open_store
-from sources.changes import ChangeCounter
-from sources.fetcher import GuardedFetcher
-from sources.model import Item, SubscriberSpec
-from sources.pool import DataSourcePool
-from sources.registry import opener
-from sources.seen import SeenSet
-from sources.source_type import SourceContext
-from sources.subscriber import Subscriber
-from spawn.sink import NodeSink
+from sources.model import Item
 from tests.servers.cql_proxy import CqlProxy
 from tests.support import wait_until
 
@@ -39,12 +28,7 @@ ITEM_ROWS = "items_by_crawler ("  # the items' own rows
 ID_ROWS = "items_by_id (crawler_id"  # the id rows written before them (pending)
 CONFIRM = "SET pending = false"  # the commit mark: ids confirmed, with the writer's total
 TOTAL = "_totals SET stored"  # the writer's total
-MOVED = "SET conversation_id"  # a folded conversation's id rows told their root
-DROPPED = "DELETE FROM"  # a folded conversation's old rows
 ANSWER_WAIT = 2  # seconds a quiet store waits for an answer: a dropped one costs this
-HUNG = 40  # seconds a write waits for an answer that will not come: longer than tests wait
-POLL_CALLS = 20  # a poll's calls made while a subscriber waits for its write
-FEED_INTERVAL = 0.1
 
 
 @pytest.fixture
@@ -213,104 +197,3 @@ def test_a_redelivery_after_a_writer_died_before_its_ids_is_listed_once(
     assert [(item.id, item.fetched_at) for item in again] == [(i.id, T0) for i in batch(one)]
     assert other.count(one) == COUNT
     assert listed(other, one) == [(item_id, T0) for item_id in ids(batch(one))]
-
-
-def thread_items(crawler_id: int) -> tuple[list[Item], list[Item]]:
-    """A post `q`, and a reply `z` to `p` that comes before `p` (so it sits in conversation
-    `p`); then `p`, a reply to `q`, whose write folds conversation `p` into `q`, with a batch
-    of new items beside it."""
-
-    def entry(item_id: str, parent: str | None, conversation: str | None) -> Item:
-        return Item(item_id, "rss", None, None, None, None, None, T0, conversation, parent)
-
-    first = [entry("q", None, "q"), entry("z", "p", "p")]
-    return first, [entry("p", "q", "q"), *batch(crawler_id)]  # the subscriber claims them
-
-
-def node_subscriber(store: Any, crawler_id: int) -> Subscriber:
-    """A subscriber as a node runs it on Cassandra, its seen-set trusted from the first write."""
-    sink = NodeSink(store)
-    seen = SeenSet(lambda: sink.stored_ids(crawler_id), settle_after=0)
-    spec = SubscriberSpec(crawler_id, 1, "rss", {"feeds": []})
-    return Subscriber(spec, sink, 0.0, ChangeCounter(), on_failing=lambda _: None, seen=seen)
-
-
-def stored_all(subscriber: Subscriber) -> bool:
-    """Retry the held items when due, as the node's timer does; True once none are held."""
-    subscriber.retry()
-    return subscriber.held == 0 and not subscriber.failing
-
-
-@pytest.mark.parametrize("lost", [ID_ROWS, CONFIRM, MOVED, DROPPED])
-def test_a_node_stores_each_item_once_whichever_write_of_its_times_out(
-    quiet_writer: Any, proxy: CqlProxy, crawler_ids: tuple[int, ...], lost: str
-) -> None:
-    """The seen-set vouches the batch's ids new, so the write skips their reads; its answer is
-    dropped after the statement ran. The retry asks the store about every id and finishes the
-    write: every item listed once, in its thread's root, counted once, collected once."""
-    one = crawler_ids[0]
-    first, second = thread_items(one)
-    subscriber = node_subscriber(quiet_writer, one)
-    subscriber.offer(first)
-    assert subscriber.items_collected == len(first) and subscriber.seen is not None
-
-    proxy.lose_reply(lost, hang_up=False)
-    subscriber.offer(second)
-    assert subscriber.failing and "OperationTimedOut" in (subscriber.last_error or "")
-    assert subscriber.seen.vouched >= len(second)  # the timed-out write read none of them
-    wait_until(lambda: stored_all(subscriber), what="the held items to be stored")
-
-    everything = first + second
-    assert proxy.lost == 1
-    assert subscriber.items_collected == quiet_writer.count(one) == len(everything)
-    assert listed(quiet_writer, one) == sorted((item.id, T0) for item in everything)
-    thread = quiet_writer.conversation("q", [one], 10)
-    assert sorted(item.id for item in thread) == ["p", "q", "z"]
-
-
-@pytest.mark.parametrize("change", ["pushed", "removed"])
-def test_a_node_answers_polls_while_a_changed_subscriber_waits_for_its_write(
-    proxy: CqlProxy,
-    cassandra_service: Any,
-    cassandra_store_url: str,
-    feeds: FeedServer,
-    crawler_ids: tuple[int, ...],
-    change: str,
-) -> None:
-    """A spec pushed, or a removal, for a subscriber whose write waits for an answer that will
-    not come never holds up the pool: a poll's calls are answered meanwhile, so the hub does
-    not take a live node whose store is slow to answer for a dead one."""
-    one = crawler_ids[0]
-    options = f"&request_timeout={HUNG}"
-    store = through(proxy, cassandra_service, cassandra_store_url, options)
-    fetcher = GuardedFetcher(allow_hosts=frozenset({"127.0.0.1"}), deadline=5.0)
-    pool = DataSourcePool(opener(SourceContext(fetcher, FEED_INTERVAL)), NodeSink(store))
-    spec = SubscriberSpec(one, 1, "rss", {"feeds": [f"{feeds.url}/feeds/news.xml?items=5"]})
-    try:
-        proxy.lose_reply(ID_ROWS, hang_up=False)
-        pool.put(spec, 0.0)
-        wait_until(lambda: proxy.lost, what="a write to wait for an answer that will not come")
-        if change == "pushed":
-            changed = dataclasses.replace(spec, item_limit=100)
-            threading.Thread(target=pool.put, args=(changed, 1.0), daemon=True).start()
-        else:
-            threading.Thread(target=pool.delete, args=(one,), daemon=True).start()
-
-        answered = threading.Event()
-        threading.Thread(target=_poll_calls, args=(pool, one, answered), daemon=True).start()
-        wait_until(answered.is_set, timeout=HUNG / 4, what="the poll's calls to be answered")
-    finally:
-        proxy.close()  # the waiting write fails at once
-        pool.clear()
-        store.close()
-
-
-def _poll_calls(pool: DataSourcePool, crawler_id: int, answered: threading.Event) -> None:
-    """What a poll asks of the pool, spread over a second: the push or removal begun just
-    before is inside the pool by then."""
-    for _ in range(POLL_CALLS):
-        pool.statuses()
-        pool.confirm([crawler_id], 2.0)
-        pool.counts()
-        answered.wait(1 / POLL_CALLS)
-    answered.set()
