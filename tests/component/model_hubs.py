@@ -91,7 +91,7 @@ class ModelHub:
         led = Led(memory, None, None, valid_until)  # type: ignore[arg-type]
         led.liveness, led.reconciler = shard_halves(
             shard,
-            epoch,
+            (self.holder, epoch),
             self.sessions,
             self._settings,
             memory,
@@ -104,11 +104,15 @@ class ModelHub:
         return led
 
     def cycle(self) -> None:
-        """Each led shard: one poll of every node, then one reconcile pass."""
+        """Each led shard: one poll of every node, then one reconcile pass. A leadership
+        whose lock another process took meanwhile has its writes refused (leader.fence)."""
         for led in list(self.led.values()):
             if self._clock() < led.valid_until:
-                led.liveness.poll_once()
-                led.reconciler.reconcile_once(dict(led.memory.targets))
+                try:
+                    led.liveness.poll_once()
+                    led.reconciler.reconcile_once(dict(led.memory.targets))
+                except leader.LeadLost:
+                    continue
 
     def stop(self, graceful: bool) -> None:
         """Gone: after a clean stop its locks are free at once, after a crash when they expire."""
