@@ -13,6 +13,25 @@ from blackwidow.node_protocol import shard_of
 from tests.component.conftest import ADMIN, bearer
 from tests.component.model_cluster import Cluster
 from tests.component.model_invariants import check
+from tests.component.test_monitor_model import MonitorModel, Where
+
+PLAIN = {"feed": "one", "item_limit": None, "schedule": None, "enabled": True}
+
+
+@pytest.fixture
+def where(sqlite_template: Path, tmp_path: Path, feeds: FeedServer) -> Where:
+    return Where(sqlite_template, tmp_path, feeds.url)
+
+
+def test_a_crawler_created_before_any_node_runs_once_one_registers(where: Where) -> None:
+    """Issue 28, A: while no node was live the crawler was dropped from placement, and
+    nothing routed it when a node came."""
+    state = MonitorModel(where)
+    state.start(routing="modulo", shards=1, nodes=[], budgets=(None, None), user=0, crawlers=[])
+    state.create(user=0, drawn=PLAIN)
+    state.settle()
+    state.start_node(capacity=1)
+    state.teardown()  # settles, checks the invariants, closes
 
 
 @pytest.fixture
