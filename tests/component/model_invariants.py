@@ -106,42 +106,58 @@ def why_not_runnable(crawler: Crawler, spent_users: set[int], wall: float) -> st
 def check(cluster: Cluster, reset: Reset = Reset()) -> None:
     """Every invariant of the module's docstring; one AssertionError listing each breach."""
     seen = look(cluster)
-    strategy = cluster.settings.routing
-    wall = cluster.clock.wall()
-    spent_users = spent(seen)
-    live_ids = sorted(seen.live)
-    by_key: dict[str, set[int]] = defaultdict(set)
+    placing = Placing(cluster.settings.routing, cluster.clock.wall(), spent(seen))
     problems: list[str] = []
+    by_key: dict[str, set[int]] = defaultdict(set)
     for crawler_id, crawler in sorted(seen.crawlers.items()):
-        on = seen.runs.get(crawler_id, [])
-        said = f"crawler {crawler_id} (state {crawler.state}, on {on})"
-        reason = why_not_runnable(crawler, spent_users, wall)
+        problems += placing.problems(seen, crawler)
+        for node_id in seen.runs.get(crawler_id, []):
+            by_key[crawler.uuid].add(node_id)
+    problems += [f"key {key} runs on nodes {sorted(n)}" for key, n in by_key.items() if len(n) > 1]
+    problems += assignments_agree(seen) + limits_kept(seen, reset)
+    assert not problems, "\n".join(problems)
+
+
+@dataclass(frozen=True)
+class Placing:
+    """Where a crawler should run, and in what state, at `wall` (epoch seconds)."""
+
+    strategy: str
+    wall: float
+    spent_users: set[int]
+
+    def problems(self, seen: Seen, crawler: Crawler) -> list[str]:
+        on = seen.runs.get(crawler.id, [])
+        said = f"crawler {crawler.id} (state {crawler.state}, on {on})"
+        problems = []
+        reason = why_not_runnable(crawler, self.spent_users, self.wall)
         if reason is not None:
             if on:
                 problems.append(f"{said} runs, but should not: {reason}")
             if crawler.state != reason:
                 problems.append(f"{said} should be {reason}")
-            continue
-        if not on:
-            if not can_take(seen, crawler, strategy):
-                continue  # weighted, every node full: it waits
-            problems.append(f"{said} is runnable but runs nowhere; live nodes {live_ids}")
-            continue
+        elif not on and not can_take(seen, crawler, self.strategy):  # no node, or all full
+            if crawler.state != "pending":
+                problems.append(f"{said} waits for a node, but is not pending")
+        elif not on:
+            problems.append(f"{said} is runnable but runs nowhere; live nodes {sorted(seen.live)}")
+        else:
+            problems += self._placed(seen, crawler, on, said)
+        return problems
+
+    def _placed(self, seen: Seen, crawler: Crawler, on: list[int], said: str) -> list[str]:
+        problems = []
         if len(on) > 1:
             problems.append(f"{said} runs on several nodes")
-        node_id = on[0]
-        by_key[crawler.uuid].add(node_id)
-        if node_id not in seen.live:
-            problems.append(f"{said} runs on a node that is not live")
-        elif strategy != "weighted" and node_id != ROUTERS[strategy](crawler.uuid, live_ids):
-            problems.append(
-                f"{said}: routing puts it on {ROUTERS[strategy](crawler.uuid, live_ids)}"
-            )
         if crawler.state not in PLACED_STATES:
             problems.append(f"{said} runs, but its state says not")
-    problems += [f"key {key} runs on nodes {sorted(n)}" for key, n in by_key.items() if len(n) > 1]
-    problems += assignments_agree(seen) + limits_kept(seen, reset)
-    assert not problems, "\n".join(problems)
+        if on[0] not in seen.live:
+            problems.append(f"{said} runs on a node that is not live")
+        elif self.strategy != "weighted":  # weighted: where it runs depends on the history
+            routed = ROUTERS[self.strategy](crawler.uuid, sorted(seen.live))
+            if on[0] != routed:
+                problems.append(f"{said}: routing puts it on {routed}")
+        return problems
 
 
 def can_take(seen: Seen, crawler: Crawler, strategy: str) -> bool:
