@@ -115,6 +115,8 @@ def check(cluster: Cluster, reset: Reset = Reset()) -> None:
             by_key[crawler.uuid].add(node_id)
     problems += [f"key {key} runs on nodes {sorted(n)}" for key, n in by_key.items() if len(n) > 1]
     problems += assignments_agree(seen) + limits_kept(seen, reset)
+    if problems:
+        problems.append(f"budgets {seen.limits}; at {cluster.clock.utc():%H:%M:%S}")
     assert not problems, "\n".join(problems)
 
 
@@ -128,7 +130,10 @@ class Placing:
 
     def problems(self, seen: Seen, crawler: Crawler) -> list[str]:
         on = seen.runs.get(crawler.id, [])
-        said = f"crawler {crawler.id} (state {crawler.state}, on {on})"
+        said = (
+            f"crawler {crawler.id} (state {crawler.state}, on {on}, user {crawler.user_id}, "
+            f"items {crawler.items_collected}, lease {crawler.lease})"
+        )
         problems = []
         reason = why_not_runnable(crawler, self.spent_users, self.wall)
         if reason is not None:
