@@ -4,9 +4,9 @@ processes running the real monitor cycle by cycle on one clock the test moves.
 
 `settle` runs cycles until the cluster is quiet: every shard led, every node that answers
 registered and live, every node that does not declared dead, every data source fetched once,
-no crawler left for the monitor to look at again, and none held back while a lost node's
-leases may be in force. Bounded: a cluster that never quiets
-fails the history.
+no crawler left for the monitor to look at again, none held back while a lost node's
+leases may be in force, and a last cycle that changed nothing SQL records. Bounded: a
+cluster that never quiets fails the history.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from blackwidow.app import create_app
-from blackwidow.models import LIVE_NODE_STATES, Node
+from blackwidow.models import LIVE_NODE_STATES, Assignment, Crawler, Node
 from blackwidow.settings import Settings
 from blackwidow.store.sqlite import SqliteStore
 from tests.component.conftest import SECRET, bearer, hub_settings
@@ -95,16 +95,37 @@ class Cluster:
         """Cycles until quiet (see the module's docstring); a hub process runs by then."""
         if not self.hubs:
             self.start_hub("a")  # the operators' supervisor restarts the hub
+        before = None
         for _ in range(SETTLE_CYCLES):
             wait_until(
-                lambda: all(node.fetched() for node in self.nodes if node.alive),
+                lambda: all(node.fetched() for node in self.nodes),
                 timeout=10,
                 what="every data source's first fetch",
             )
             self.cycle()
-            if self.quiet():
+            now = self.recorded() if self.quiet() else None
+            if now is not None and now == before:
                 return
+            before = now
         raise AssertionError(f"not quiet after {SETTLE_CYCLES} cycles: {self.unquiet()}")
+
+    def recorded(self) -> tuple[Any, ...]:
+        """What SQL says of crawlers, assignments and nodes. A quiet cycle that changes none
+        of it is the last: a budgeted user's crawlers are looked at again every cycle, and a
+        count one shard records may change another shard's decision in the next."""
+        with self.sessions()() as session:
+            return tuple(
+                tuple(session.execute(query).all())
+                for query in (
+                    select(
+                        Crawler.id, Crawler.state, Crawler.items_collected, Crawler.lease
+                    ).order_by(Crawler.id),
+                    select(Assignment.crawler_id, Assignment.node_id).order_by(
+                        Assignment.crawler_id
+                    ),
+                    select(Node.id, Node.state, Node.generation).order_by(Node.id),
+                )
+            )
 
     def quiet(self) -> bool:
         return not self.unquiet()
