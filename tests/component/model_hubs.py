@@ -10,7 +10,6 @@ whose lock was not renewed in time stops acting.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -19,11 +18,9 @@ from blackwidow import db
 from blackwidow.alerts.outbox import Outbox
 from blackwidow.metrics.figures import MonitorFigures
 from blackwidow.monitor import leader
-from blackwidow.monitor.liveness import Liveness
 from blackwidow.monitor.loop import lease_after, lock_ttl, shard_halves
 from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.reconcile import Reconciler
-from blackwidow.node_protocol import Shard
+from blackwidow.node_protocol import Shard, shard_of
 from blackwidow.settings import Settings
 
 
@@ -44,14 +41,36 @@ class ModelClock:
         return datetime.fromtimestamp(self.wall(), UTC)
 
 
-@dataclass
 class Led:
     """One shard a hub process leads, valid a second short of its lock's expiry."""
 
-    memory: ShardMemory
-    liveness: Liveness
-    reconciler: Reconciler
-    valid_until: float
+    def __init__(
+        self,
+        shard: Shard,
+        lead: tuple[str, int],
+        valid_until: float,
+        sessions: sessionmaker[Session],
+        settings: Settings,
+        clock: ModelClock,
+    ) -> None:
+        self.valid_until = valid_until
+        self._clock = clock
+        self.memory = ShardMemory(lease_after(settings))
+        self.liveness, self.reconciler = shard_halves(
+            shard,
+            lead,
+            sessions,
+            settings,
+            self.memory,
+            self.valid,
+            MonitorFigures(),
+            Outbox(cluster_hook=False),
+            clock=clock,
+            wall=clock.wall,
+        )
+
+    def valid(self) -> bool:
+        return self._clock() < self.valid_until
 
 
 class ModelHub:
@@ -61,7 +80,9 @@ class ModelHub:
         self._clock = clock
         self._engine = db.make_engine(settings.database_url)
         self.sessions: sessionmaker[Session] = db.make_sessions(self._engine)
-        self._shards = [Shard(i, settings.monitor_shards) for i in range(settings.monitor_shards)]
+        shards = [Shard(i, settings.monitor_shards) for i in range(settings.monitor_shards)]
+        start = shard_of(self.holder, len(shards))  # each process from its own starting point
+        self._shards = shards[start:] + shards[:start]
         self.led: dict[Shard, Led] = {}
         self._ttl = lock_ttl(settings)
 
@@ -70,6 +91,7 @@ class ModelHub:
         now, asked_at = self._clock.utc(), self._clock()
         with self.sessions.begin() as session:
             share = leader.fair_share(session, self.holder, now, self._ttl, len(self._shards))
+            leader.ensure(session, [leader.lock_name(shard) for shard in self._shards])
             for shard in self._shards:
                 name, held = leader.lock_name(shard), shard in self.led
                 if not held and len(self.led) >= share:
@@ -84,30 +106,17 @@ class ModelHub:
                 elif held:
                     self.led[shard].valid_until = asked_at + self._ttl - 1
                 else:
-                    self.led[shard] = self._lead(shard, epoch, asked_at + self._ttl - 1)
-
-    def _lead(self, shard: Shard, epoch: int, valid_until: float) -> Led:
-        memory = ShardMemory(lease_after(self._settings))
-        led = Led(memory, None, None, valid_until)  # type: ignore[arg-type]
-        led.liveness, led.reconciler = shard_halves(
-            shard,
-            (self.holder, epoch),
-            self.sessions,
-            self._settings,
-            memory,
-            lambda: self._clock() < led.valid_until,
-            MonitorFigures(),
-            Outbox(cluster_hook=False),
-            clock=self._clock,
-            wall=self._clock.wall,
-        )
-        return led
+                    valid_until = asked_at + self._ttl - 1
+                    lead = (self.holder, epoch)
+                    self.led[shard] = Led(
+                        shard, lead, valid_until, self.sessions, self._settings, self._clock
+                    )
 
     def cycle(self) -> None:
         """Each led shard: one poll of every node, then one reconcile pass. A leadership
         whose lock another process took meanwhile has its writes refused (leader.fence)."""
         for led in list(self.led.values()):
-            if self._clock() < led.valid_until:
+            if led.valid():
                 try:
                     led.liveness.poll_once()
                     led.reconciler.reconcile_once(dict(led.memory.targets))
