@@ -56,7 +56,9 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         OPENAPI_URL_PREFIX="/api/v1",
         OPENAPI_JSON_PATH="openapi.json",
     )
-    engine = db.make_engine(settings.database_url, settings.database_busy_timeout)
+    engine = db.make_engine(
+        settings.database_url, settings.database_busy_timeout, settings.database_timeout
+    )
     app.extensions["blackwidow"] = Hub(
         settings=settings,
         sessions=db.make_sessions(engine),

@@ -2,33 +2,48 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, inspect, make_url
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError, OperationalError, TimeoutError
 from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 # serialization_failure, deadlock_detected, lock_not_available
 _POSTGRES_CONTENTION = frozenset({"40001", "40P01", "55P03"})
+# connection_exception, operator_intervention (query_canceled: a statement timeout; shutdown)
+_POSTGRES_GONE = frozenset({"08", "57"})
 
 
-def make_engine(url: str, busy_timeout: float = 15.0) -> Engine:
+def make_engine(url: str, busy_timeout: float = 15.0, wait_timeout: float = 5.0) -> Engine:
     """An engine; SQLite gets WAL, a busy timeout and foreign keys: several processes share it.
 
     `busy_timeout` (seconds) bounds how long a statement waits for another transaction's lock:
     SQLite's busy timeout, PostgreSQL's lock_timeout. Past it the statement fails with an
-    error `is_contention` recognises. SQL errors and logs leave out the statement's
-    parameters, which may hold a user's stored credential (blackwidow.credentials).
+    error `is_contention` recognises. `wait_timeout` bounds every wait on a PostgreSQL server
+    that does not answer at all (see `_postgres_waits`); past it the error is one
+    `is_unreachable` recognises. SQL errors and logs leave out the statement's parameters,
+    which may hold a user's stored credential (blackwidow.credentials).
     """
     millis = max(1, round(busy_timeout * 1000))
     backend = make_url(url).get_backend_name()
+    if backend == "postgresql":
+        return create_engine(
+            url,
+            connect_args=_postgres_waits(busy_timeout, wait_timeout),
+            pool_pre_ping=True,
+            pool_timeout=wait_timeout,
+            hide_parameters=True,
+        )
     if backend != "sqlite":
-        options = {"options": f"-c lock_timeout={millis}"} if backend == "postgresql" else {}
-        return create_engine(url, connect_args=options, pool_pre_ping=True, hide_parameters=True)
+        return create_engine(url, pool_pre_ping=True, hide_parameters=True)
     engine = create_engine(
         url,
         connect_args={"timeout": busy_timeout, "check_same_thread": False},
@@ -52,6 +67,26 @@ def make_engine(url: str, busy_timeout: float = 15.0) -> Engine:
     return engine
 
 
+def _postgres_waits(busy_timeout: float, wait_timeout: float) -> dict[str, Any]:
+    """libpq's bounds on each wait: connecting; a reply that never comes on a cut network (TCP
+    user timeout: sent data unacknowledged); an idle connection whose server vanished
+    (keepalives); and, on the server, a lock wait and a statement as a whole."""
+    wait = max(1.0, wait_timeout)
+    statement = busy_timeout + wait
+    return {
+        "connect_timeout": max(2, math.ceil(wait)),
+        "tcp_user_timeout": round(wait * 1000),
+        "keepalives": 1,
+        "keepalives_idle": max(1, math.ceil(wait / 2)),
+        "keepalives_interval": 1,
+        "keepalives_count": max(1, math.ceil(wait / 2)),
+        "options": (
+            f"-c lock_timeout={max(1, round(busy_timeout * 1000))}"
+            f" -c statement_timeout={round(statement * 1000)}"
+        ),
+    }
+
+
 def is_contention(error: BaseException) -> bool:
     """True for an error that says only "not now": a lock not granted in time (SQLite busy or
     locked; PostgreSQL lock timeout), a serialization failure or a deadlock. The database
@@ -62,6 +97,24 @@ def is_contention(error: BaseException) -> bool:
     if code is not None:
         return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     return getattr(error.orig, "sqlstate", None) in _POSTGRES_CONTENTION
+
+
+def insert_for(session: Session) -> Callable[..., Any]:
+    """The dialect's INSERT, which knows ON CONFLICT (SQLite and PostgreSQL alike)."""
+    dialect = session.get_bind().dialect.name
+    return postgresql.insert if dialect == "postgresql" else sqlite.insert
+
+
+def is_unreachable(error: BaseException) -> bool:
+    """True for an error that says the database did not answer: no pooled connection in time,
+    a connection that failed or timed out (a cut network, a server gone), or a statement the
+    server cancelled at its timeout. The transaction did not commit; asking later is safe."""
+    if isinstance(error, TimeoutError):
+        return True
+    if not isinstance(error, OperationalError) or isinstance(error.orig, sqlite3.Error):
+        return False
+    state = getattr(error.orig, "sqlstate", None)
+    return error.connection_invalidated or state is None or state[:2] in _POSTGRES_GONE
 
 
 def make_sessions(engine: Engine) -> sessionmaker[Session]:

@@ -45,6 +45,9 @@ class Settings:
     store_url: str = "sqlite:///blackwidow-items.db"
     # seconds a statement waits for another transaction's lock before the API answers 503
     database_busy_timeout: float = 15.0
+    # seconds the hub waits on a database that does not answer at all (connecting, a pooled
+    # connection, a reply on a cut network) before the API answers 503
+    database_timeout: float = 5.0
     admin_token: str | None = field(default=None, repr=False)
     cluster_secret: str | None = field(default=None, repr=False)
     poll_interval: float = 2.0
@@ -245,6 +248,7 @@ _VARIABLES = {
     "BLACKWIDOW_DATABASE_URL": ("database_url", _text),
     "BLACKWIDOW_STORE": ("store_url", _text),
     "BLACKWIDOW_DATABASE_BUSY_TIMEOUT": ("database_busy_timeout", _seconds),
+    "BLACKWIDOW_DATABASE_TIMEOUT": ("database_timeout", _seconds),
     "BLACKWIDOW_ADMIN_TOKEN": ("admin_token", _text),
     "BLACKWIDOW_CLUSTER_SECRET": ("cluster_secret", _text),
     "BLACKWIDOW_POLL_INTERVAL": ("poll_interval", _seconds),

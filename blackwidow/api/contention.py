@@ -1,5 +1,6 @@
 """Contention the database cannot resolve in time: the request runs again, briefly, and then
-gets a 503 with Retry-After, never a 500.
+gets a 503 with Retry-After, never a 500. A database that does not answer at all gets the
+same 503 at once, after the engine's bounded waits (blackwidow.db.make_engine).
 
 Running a view again is safe: its writes are one transaction, which the database rolled back
 whole when it refused it (blackwidow.db.is_contention), and nothing a view does before it
@@ -16,10 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, request
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, TimeoutError
 
 from blackwidow.api.context import hub
-from blackwidow.db import is_contention
+from blackwidow.db import is_contention, is_unreachable
 from blackwidow.errors import ApiError
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,9 @@ def retrying(view: Callable[..., Any]) -> Callable[..., Any]:
             started = time.monotonic()
             try:
                 return view(*args, **kwargs)
-            except DBAPIError as error:
+            except (DBAPIError, TimeoutError) as error:
+                if is_unreachable(error):
+                    raise _unreachable(error) from None
                 if not is_contention(error):
                     raise
                 waited = time.monotonic() - started
@@ -57,6 +60,13 @@ def _busy(waited: float) -> ApiError:
     log.warning("database busy, answered 503 endpoint=%s waited=%.2fs", request.endpoint, waited)
     message = "the database is busy: try again shortly"
     return ApiError(503, "busy", message, retry_after=RETRY_AFTER)
+
+
+def _unreachable(error: BaseException) -> ApiError:
+    kind = type(getattr(error, "orig", None) or error).__name__
+    log.warning("database unreachable, answered 503 endpoint=%s error=%s", request.endpoint, kind)
+    message = "the database does not answer: try again shortly"
+    return ApiError(503, "database_unavailable", message, retry_after=RETRY_AFTER)
 
 
 def retry_every_view(app: Flask) -> None:

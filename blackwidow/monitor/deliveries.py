@@ -17,9 +17,10 @@ import logging
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from sqlalchemy import select
+from sqlalchemy import case, select
 from sqlalchemy.orm import Session
 
+from blackwidow.db import insert_for
 from blackwidow.models import (
     MAX_INTEGER,
     BilledTotal,
@@ -159,17 +160,21 @@ def record_sources(
 
 
 def _bill(session: Session, growth: dict[tuple[int, str], int]) -> None:
-    """Add (user, source) -> items to the users' billed totals."""
+    """Add (user, source) -> items to the users' billed totals, as one atomic upsert: leaders
+    of several shards bill one user's totals at once, and a total read here and written back
+    would lose the other leader's growth. Rows go in key order, so two leaders lock them in
+    the same order and never deadlock."""
     if not growth:
         return
-    users = {user_id for user_id, _source in growth}
-    totals = {
-        (row.user_id, row.source): row
-        for row in session.scalars(select(BilledTotal).where(BilledTotal.user_id.in_(users)))
-    }
-    for (user_id, source), items in growth.items():
-        row = totals.get((user_id, source))
-        if row is None:
-            session.add(BilledTotal(user_id=user_id, source=source, delivered=items))
-        else:
-            row.delivered = min(MAX_INTEGER, row.delivered + items)
+    rows = [
+        {"user_id": user_id, "source": source, "delivered": items}
+        for (user_id, source), items in sorted(growth.items())
+    ]
+    insert = insert_for(session)(BilledTotal).values(rows)
+    total = BilledTotal.delivered + insert.excluded.delivered
+    session.execute(
+        insert.on_conflict_do_update(
+            index_elements=[BilledTotal.user_id, BilledTotal.source],
+            set_={"delivered": case((total > MAX_INTEGER, MAX_INTEGER), else_=total)},
+        )
+    )

@@ -72,6 +72,8 @@ class Intake:
             for crawler_id, crawler in crawlers.items():
                 if (old := memory.crawlers.get(crawler_id)) is not None:
                     crawler.rate, crawler.lost_until = old.rate, old.lost_until
+                    # a poll may have counted on since SQL was read here
+                    crawler.items_collected = max(crawler.items_collected, old.items_collected)
             memory.crawlers, memory.limits, memory.loaded = crawlers, limits, True
             memory.windows.rebuild(((c.id, c.schedule) for c in crawlers.values()), now)
             view = memory.view

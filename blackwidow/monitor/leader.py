@@ -4,7 +4,9 @@ hub processes there are, and a presence row per hub process, so they share the s
 A holder keeps a lock by renewing it; when it stops, the lock expires and another hub
 process takes over. Each change of hands raises the lock's epoch, which every call to a
 node carries: a node refuses a leader older than one it has heard, so a leader that lost
-its lock mid-cycle cannot undo its successor's work.
+its lock mid-cycle cannot undo its successor's work; and every transaction a leader writes
+in checks the epoch in the database itself (`fence`), so none commits after a successor took
+over.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import case, delete, false, func, or_, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from blackwidow.db import insert_for
 from blackwidow.models import MonitorLock
 from blackwidow.monitor import holders
 from blackwidow.node_protocol import Shard
@@ -30,17 +32,31 @@ def lock_name(shard: Shard) -> str:
     return LOCK if shard.count == 1 else f"{LOCK}/{shard.index}/{shard.count}"
 
 
-def _ensure(session: Session, name: str) -> MonitorLock | None:
-    """The lock's row, added when missing (None when another process added it first)."""
-    row = session.get(MonitorLock, name)
-    if row is not None:
-        return row
-    try:
-        with session.begin_nested():
-            session.add(MonitorLock(name=name))
-    except IntegrityError:  # another process added it first
-        pass
-    return None
+class LeadLost(Exception):
+    """The shard's lock is no longer this holder's at the epoch it leads in."""
+
+
+def ensure(session: Session, names: list[str]) -> None:
+    """Add the lock rows that are missing, in the order given: every process names them in
+    one order, so two adding them at once wait for each other rather than deadlock."""
+    rows = [{"name": name, "epoch": 0} for name in names]
+    session.execute(insert_for(session)(MonitorLock).values(rows).on_conflict_do_nothing())
+
+
+def fence(session: Session, name: str, holder: str, epoch: int) -> None:
+    """Raise LeadLost unless `holder` still holds the lock at `epoch`, so the leader's
+    transaction rolls back. Called last in the transaction: on PostgreSQL it holds the row
+    shared to the commit, so a takeover either committed before (and this fails) or waits for
+    the commit; on SQLite the transaction holds the write lock by then, so no takeover can
+    commit in between (checked first, a read would start a snapshot that a write after
+    another hub's commit could not use)."""
+    held = session.scalar(
+        select(MonitorLock.epoch)
+        .where(MonitorLock.name == name, MonitorLock.holder == holder)
+        .with_for_update(read=True)
+    )
+    if held != epoch:
+        raise LeadLost(f"lock {name} is no longer held at epoch {epoch}")
 
 
 def try_lead(
@@ -56,7 +72,8 @@ def try_lead(
     An unexpired lock is taken only from a holder of this `place` whose process has ended
     (a hub restarted on its machine); never from a live one, nor from another place.
     """
-    row = _ensure(session, name)
+    ensure(session, [name])
+    row = session.get(MonitorLock, name)
     gone = (
         row.holder
         if row is not None and holders.departed(row.holder, row.holder_place, holder, place)
@@ -138,7 +155,7 @@ def fair_share(
     )
     _forget_departed(session, holder, place)
     name = presence_name(holder)
-    _ensure(session, name)
+    ensure(session, [name])
     session.execute(
         update(MonitorLock)
         .where(MonitorLock.name == name)

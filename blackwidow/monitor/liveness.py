@@ -55,6 +55,7 @@ class Liveness:
         probe_dead_for: float,
         leading: Callable[[], bool] = lambda: True,
         *,
+        fence: Callable[[Session], None] = lambda session: None,
         watch: PollAlerts,
         dead_node_retention: float = 86_400.0,
         figures: MonitorFigures | None = None,
@@ -67,6 +68,9 @@ class Liveness:
         self._clock = clock
         self._probe_dead_for = probe_dead_for
         self._leading = leading  # False once the lock lapsed: a stale leader records nothing
+        # raises unless the lock is still this leader's, in the database; called last in
+        # each transaction, once SQLite's write lock is held (PostgreSQL: see leader.fence)
+        self._fence = fence
         self._watch = watch
         self._statuses = StatusIntake(memory, watch)
         self._dead_node_retention = dead_node_retention
@@ -96,18 +100,20 @@ class Liveness:
                 .order_by(Node.id)
             )
             capacity = {row.id: row.capacity for row in rows}
+            self._fence(session)
         try:
             with self._sessions.begin() as session:
-                self._statuses.record(session, reports, targets, now)
+                taken = self._statuses.record(session, reports, targets, now)
                 if self._detector is not None:  # one leader judges nodes, so one tells of them
                     self._watch.holding(reports, {n: t.url for n, t in targets.items()})
                 self._watch.flush(session)
+                self._fence(session)
         except Exception:
             # nothing remembered, so the nodes report the same again; the reconciler runs
             # meanwhile: what made the statuses fail may be a crawler change it takes
             self._memory.polled.set()
             raise
-        self._remember(reports, targets, gone, capacity)
+        self._remember(reports, targets, gone, capacity, taken)
         self._prune(now)
 
     def _prune(self, now: float) -> None:
@@ -214,9 +220,11 @@ class Liveness:
         targets: dict[int, NodeTarget],
         gone: set[int],
         capacity: dict[int, int],
+        taken: bool,
     ) -> None:
         """Into the shard's memory: what the nodes reported, the live nodes with their
-        capacity, and each one's data sources (what weighted routing leaves room by)."""
+        capacity, and each one's data sources (what weighted routing leaves room by). A
+        node's cursor moves only when its statuses were `taken`."""
         memory = self._memory
         live = tuple(capacity)
         with memory.lock:
@@ -229,7 +237,7 @@ class Liveness:
             for node_id in gone:
                 memory.dirty |= leases.lose_node(memory, node_id, self._started_at)
             for node_id, report in reports.items():
-                memory.dirty |= memory.view.apply(node_id, report)
+                memory.dirty |= memory.view.apply(node_id, report, move_cursor=taken)
             for node_id in set(memory.view.nodes()) - set(reports):
                 # no longer polled: dead, or gone
                 memory.dirty |= leases.lose_node(memory, node_id, self._started_at)

@@ -12,6 +12,7 @@ the nodes run.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -33,7 +34,7 @@ from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient
 from blackwidow.monitor.reconcile import Reconciler
 from blackwidow.monitor.routing import Router
-from blackwidow.node_protocol import Shard, shard_of
+from blackwidow.node_protocol import Shard
 from blackwidow.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ class Leadership:
     def __init__(
         self,
         shard: Shard,
-        epoch: int,
+        lead: tuple[str, int],  # the holder, and the epoch it leads the shard in
         asked_at: float,
         sessions: sessionmaker[Session],
         settings: Settings,
@@ -92,7 +93,10 @@ class Leadership:
             networks=settings.node_networks,
             shard=shard,
         )
-        client.epoch = epoch
+        holder, client.epoch = lead
+        fence = functools.partial(
+            leader.fence, name=leader.lock_name(shard), holder=holder, epoch=client.epoch
+        )
         judge = shard.index == 0  # one shard's leader judges nodes for the whole cluster
         detector = PhiAccrualDetector(phi_settings(settings), started_at=time.monotonic())
         self.liveness = Liveness(
@@ -103,6 +107,7 @@ class Leadership:
             clock=time.monotonic,
             probe_dead_for=2 * settings.detach_after,
             leading=self.valid,
+            fence=fence,
             watch=PollAlerts(alerts, settings.source_failing_after, settings.node_holding_items),
             dead_node_retention=settings.dead_node_retention,
             figures=figures,
@@ -115,6 +120,7 @@ class Leadership:
             lease_horizon=3 * settings.poll_interval,
             shard=shard,
             leading=self.valid,
+            fence=fence,
             figures=figures,
             alerts=alerts,
         )
@@ -139,6 +145,8 @@ class Leadership:
             if self.valid():
                 try:
                     self.liveness.poll_once()
+                except leader.LeadLost as lost:  # the lock keeper drops the shard next
+                    log.warning("poll not recorded shard=%s reason=%s", self.shard, lost)
                 except Exception:  # one bad poll must not end the shard's polling
                     log.exception("poll failed shard=%s", self.shard)
                 self.memory.poll_seconds = time.monotonic() - started
@@ -154,6 +162,9 @@ class Leadership:
             started = time.monotonic()
             try:
                 self.reconciler.reconcile_once(dict(self.memory.targets))
+            except leader.LeadLost as lost:
+                log.warning("pass not recorded shard=%s reason=%s", self.shard, lost)
+                continue
             except Exception:  # one bad pass must not end the shard's reconciling
                 log.exception("reconcile failed shard=%s", self.shard)
                 continue
@@ -178,10 +189,8 @@ class MonitorLoop(threading.Thread):
         self._holder = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._place = holders.here()  # lets a restarted hub take a dead holder's locks
         self._stopping = threading.Event()
+        # every process adds and takes the locks in this one order, so two never deadlock
         self._shards = [Shard(i, settings.monitor_shards) for i in range(settings.monitor_shards)]
-        # each process tries the shards from its own starting point, so they rarely collide
-        start = shard_of(self._holder, len(self._shards))
-        self._shards = self._shards[start:] + self._shards[:start]
         self._led: dict[Shard, Leadership] = {}
         self._lock_ttl = lock_ttl(settings)
         self._renew_interval = self._lock_ttl / RENEWALS_PER_TTL
@@ -198,6 +207,7 @@ class MonitorLoop(threading.Thread):
             share = leader.fair_share(
                 session, self._holder, now, self._lock_ttl, len(self._shards), self._place
             )
+            leader.ensure(session, [leader.lock_name(shard) for shard in self._shards])
             for shard in self._shards:
                 name = leader.lock_name(shard)
                 held = shard in self._led
@@ -222,7 +232,7 @@ class MonitorLoop(threading.Thread):
                     saved = MonitorFigures(leader.figures_of(session, name))
                     self._led[shard] = Leadership(
                         shard,
-                        epoch,
+                        (self._holder, epoch),
                         asked_at,
                         self._sessions,
                         self._settings,
@@ -264,8 +274,10 @@ class MonitorLoop(threading.Thread):
         """Stop and hand the locks over at once rather than letting them expire."""
         self._stopping.set()
         self.join(timeout=10)
+        led = list(self._led)
+        for shard in led:  # before the locks are released: their last writes are fenced by them
+            self._led.pop(shard).stop()
         with self._sessions.begin() as session:
-            for shard in list(self._led):
+            for shard in led:
                 leader.release(session, self._holder, leader.lock_name(shard))
-                self._led.pop(shard).stop()
             leader.leave(session, self._holder)

@@ -64,6 +64,7 @@ class Reconciler:
         wall: Callable[[], float] = time.time,  # epoch seconds, for crawl windows
         figures: MonitorFigures | None = None,
         *,
+        fence: Callable[[Session], None] = lambda session: None,
         alerts: Emitter,
     ) -> None:
         self._sessions = sessions
@@ -77,8 +78,11 @@ class Reconciler:
         self._lease_horizon = lease_horizon
         self._shard = shard
         self._leading = leading  # False once the lock is lost: nothing more is pushed
+        self._fence = fence  # raises unless the lock is still ours: last in each transaction
         self._placement = Placement()  # runnable crawler -> the node routing chose
-        self._waiting: set[int] = set()  # runnable, but no node had room (weighted routing)
+        # runnable, but no node took it (none live, or none with room): never dropped, it is
+        # routed again at every pass that has a node able to take it
+        self._waiting: set[int] = set()
         self._intake = Intake(memory, shard)
         self._targets: dict[int, NodeTarget] = {}
         self._budget: dict[int, ShardBudget] = {}  # this pass: user id -> its budget here
@@ -97,6 +101,7 @@ class Reconciler:
             save_assignments(session, placed, unplaced)
             changes.taken(session, taken)
             self._alerts.emit(session, self._failed)
+            self._fence(session)
         self._failed = []
 
     def plan(self) -> tuple[Plan, list[int]]:
@@ -120,6 +125,7 @@ class Reconciler:
             budgets = self._budgets(session)
             plan, grants = self._decide(budgets)
             write(session, grants)
+            self._fence(session)
         self._figures.count("lease_grants", len(grants))
         return plan, taken
 
@@ -157,10 +163,11 @@ class Reconciler:
             return self._diff(dirty), grants
 
     def _route(self, live: tuple[int, ...], dirty: set[int]) -> None:
-        """Place runnable dirty crawlers, and every crawler when the node set changed."""
+        """Place runnable dirty crawlers, the waiting ones whenever a node can take them, and
+        every crawler when the node set changed."""
         crawlers = self._memory.crawlers
         capacity = {n: self._memory.capacity.get(n, 1) for n in live}
-        self._make_room(capacity, dirty)
+        self._offer_waiting(live, capacity, dirty)
         if not self._router.routes_over(live, capacity):
             moved = self._router.rebuild(live, dict(self._placement.items()), capacity)
             self._figures.count("hard_reloads")
@@ -179,9 +186,12 @@ class Reconciler:
                 and runnable(facts(crawler, crawler.user_id in exhausted, False, self._now_at))
                 and not leases.held_by_lost_node(crawler, self._budget, now)
             )
-            if not wanted or not live:
+            if not wanted:
                 self._placement.pop(crawler_id)
                 self._waiting.discard(crawler_id)
+            elif not live:
+                self._placement.pop(crawler_id)
+                self._waiting.add(crawler_id)
             elif crawler_id not in self._placement:
                 unplaced.append(crawler_id)
         if unplaced:
@@ -192,13 +202,17 @@ class Reconciler:
                 on = self._placement.running_on(pairs, self._memory.view.places, set(live))
             self._place(dict(zip(unplaced, self._router.route_many(keys, on), strict=True)))
 
-    def _make_room(self, capacity: dict[int, int], dirty: set[int]) -> None:
-        """Weighted routing: each node's room (Placement.room); while some node has room, the
-        crawlers waiting for it are looked at again. Costs a step per node."""
-        if self._router.strategy != "weighted":
-            return
-        self._router.room = self._placement.room(capacity, self._memory.data_sources)
-        if self._waiting and any(room > 0 for room in self._router.room.values()):
+    def _offer_waiting(
+        self, live: tuple[int, ...], capacity: dict[int, int], dirty: set[int]
+    ) -> None:
+        """The waiting crawlers are looked at again while some live node can take one: any
+        live node, or under weighted routing one with room (Placement.room, a step per node)."""
+        if self._router.strategy == "weighted":
+            self._router.room = self._placement.room(capacity, self._memory.data_sources)
+            takes = any(room > 0 for room in self._router.room.values())
+        else:
+            takes = bool(live)
+        if self._waiting and takes:
             dirty |= self._waiting
             self._waiting = set()
 

@@ -33,8 +33,12 @@ class StatusIntake:
         reports: dict[int, NodeReport | None],
         targets: dict[int, NodeTarget],
         now: float,
-    ) -> None:
-        """What the nodes said of this shard's crawlers, written for those that changed."""
+    ) -> bool:
+        """What the nodes said of this shard's crawlers, written for those that changed. False
+        when nothing could be taken: a new leader's crawlers are not read yet, so the nodes'
+        cursors must not move past these statuses (they are asked for again)."""
+        if not self._memory.loaded:
+            return False
         answered = [
             (deliveries.Origin(node_id, targets[node_id].generation), report)
             for node_id, report in reports.items()
@@ -66,6 +70,7 @@ class StatusIntake:
             limits = dict(self._memory.limits)
         self._watch.budgets(session, limits)  # before the counts are written
         write(session, {c: row for c, row in rows.items() if row})
+        return True
 
     def _take_departed(
         self, session: Session, departed: list[tuple[deliveries.Origin, dict]], runs: dict

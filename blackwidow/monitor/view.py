@@ -38,8 +38,9 @@ class ClusterView:
         node = self._nodes.get(node_id)
         return node.answered_at if node else None
 
-    def apply(self, node_id: int, report: NodeReport | None) -> set[int]:
-        """Take one poll's outcome; the crawlers whose reported placement or digest changed."""
+    def apply(self, node_id: int, report: NodeReport | None, move_cursor: bool = True) -> set[int]:
+        """Take one poll's outcome; the crawlers whose reported placement or digest changed.
+        Without `move_cursor` the next poll asks again for what this one answered."""
         node = self._nodes.setdefault(node_id, NodeView())
         node.answered = report is not None
         if report is None:
@@ -53,7 +54,8 @@ class ClusterView:
                 node.digests[crawler_id] = digest
                 self._where.setdefault(crawler_id, {})[node_id] = digest
                 touched.add(crawler_id)
-        node.cursor = report.cursor
+        if move_cursor:
+            node.cursor = report.cursor
         node.renewal, node.answered_at = report.renewal, report.answered_at
         return touched
 

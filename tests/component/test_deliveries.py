@@ -4,16 +4,18 @@ across hub restarts and while two nodes report one crawler."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import usage
 from blackwidow.models import Crawler, SourceRun, SubscriberRun, User
 from blackwidow.monitor import deliveries
+from tests.support import wait_until
 
 OLD_RUN, NEW_RUN = "a" * 32, "b" * 32
 
@@ -165,3 +167,28 @@ def test_unusable_source_reports_bill_nothing(sessions, two_crawlers, report) ->
     record_sources(sessions, [report])
     with sessions() as session:
         assert session.scalar(select(SourceRun.run)) is None
+
+
+def waiting_on_a_lock(sessions: sessionmaker[Session]) -> bool:
+    with sessions() as session:
+        return bool(session.scalar(text("SELECT count(*) FROM pg_locks WHERE NOT granted")))
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_two_shard_leaders_billing_one_user_at_once_lose_no_growth(sessions, two_crawlers) -> None:
+    """Each leader bills its own shard's data sources; both add to the user's one total."""
+    with sessions() as session:
+        ana = str(session.scalar(select(User.id)))
+    record_sources(sessions, [source_report(OLD_RUN, "datasift", {ana: 1})])
+    first = sessions()
+    first.begin()
+    deliveries.record_sources(first, [(None, source_report(OLD_RUN, "datasift", {ana: 11}))])
+    other = threading.Thread(
+        target=record_sources, args=(sessions, [source_report(NEW_RUN, "datasift", {ana: 7})])
+    )
+    other.start()  # the other shard's leader, while the first has not committed
+    wait_until(lambda: not other.is_alive() or waiting_on_a_lock(sessions), what="the other bill")
+    first.commit()
+    first.close()
+    other.join(timeout=30)
+    assert billed(sessions, int(ana)) == {"datasift": 18}

@@ -11,12 +11,15 @@ from datetime import timedelta
 from subprocess import PIPE
 
 import pytest
+from sqlalchemy import delete, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import db
 from blackwidow.models import MonitorLock, utcnow
 from blackwidow.monitor import holders, leader
+from blackwidow.monitor.loop import MonitorLoop
 from blackwidow.node_protocol import Shard
+from tests.support import wait_until
 
 TTL = 10.0
 
@@ -179,3 +182,40 @@ def test_a_dead_holder_s_presence_stops_counting_on_its_machine(sessions, ended_
         assert leader.fair_share(session, f"h:{ended_pid}:55555555", now, TTL, 4, here) == 4
     with sessions.begin() as session:
         assert leader.fair_share(session, f"h:{os.getpid()}:66666666", now, TTL, 4, here) == 4
+
+
+def waiting_on_a_lock(sessions: sessionmaker[Session]) -> bool:
+    with sessions() as session:
+        return bool(session.scalar(text("SELECT count(*) FROM pg_locks WHERE NOT granted")))
+
+
+def holders_of(sessions: sessionmaker[Session], names: list[str]) -> set[str | None]:
+    with sessions() as session:
+        return {session.get(MonitorLock, name).holder for name in names}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_hubs_adding_the_shard_locks_at_once_wait_rather_than_deadlock(hub_app, sessions):
+    """Every hub adds and takes the shard locks in one order: a hub waiting for the first
+    holds none of the others, so two hubs starting at once never wait on each other."""
+    hub = hub_app.extensions["blackwidow"]
+    settings = hub.settings.replace(monitor_shards=2, poll_interval=0.2)
+    names = [leader.lock_name(Shard(i, 2)) for i in range(2)]
+    for _ in range(6):  # each hub's own holder id once chose where it began
+        with sessions.begin() as session:
+            session.execute(delete(MonitorLock))
+        first = sessions()  # another hub starting, mid-transaction
+        first.begin()
+        leader.ensure(first, names[:1])
+        loop = MonitorLoop(sessions, settings, hub.alerts)
+        loop.start()
+        try:
+            wait_until(lambda: waiting_on_a_lock(sessions), what="the hub to wait for the lock")
+            with sessions.begin() as other:  # the other hub goes on to the next lock
+                other.execute(text("SET LOCAL lock_timeout = '3s'"))
+                leader.ensure(other, names[1:])
+            first.commit()
+            wait_until(lambda: len(holders_of(sessions, names) - {None}) == 1, what="a leader")
+        finally:
+            first.close()
+            loop.stop()

@@ -5,6 +5,7 @@ neither its statuses nor one bad row may stop the cycle recording its nodes' hea
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -63,6 +64,7 @@ def liveness(
     node: ScriptedNode,
     memory: ShardMemory,
     watch: PollAlerts | None = None,
+    fence: Callable[[Session], None] = lambda session: None,
 ) -> Liveness:
     return Liveness(
         sessions,
@@ -72,6 +74,7 @@ def liveness(
         clock=time.monotonic,
         probe_dead_for=60.0,
         watch=watch or PollAlerts(Outbox(cluster_hook=False), 60.0, 100),
+        fence=fence,
     )
 
 

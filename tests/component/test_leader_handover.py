@@ -1,0 +1,106 @@
+"""Leadership changing hands on a real database: a new leader's first polls, heard before its
+crawlers are read, are asked for again, so a count stored during the hand-over is never left
+behind; and a leader that lost its lock writes nothing, however late its transaction runs."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from blackwidow.models import Crawler, Node, utcnow
+from blackwidow.monitor import leader
+from blackwidow.monitor.intake import Intake
+from blackwidow.monitor.memory import ShardMemory
+from blackwidow.monitor.node_client import NodeTarget
+from blackwidow.node_protocol import Cursor, Renewal, Shard
+from tests.component.conftest import bearer
+from tests.component.test_poll_deleted_crawler import liveness, status
+
+
+class ChangeLogNode:
+    """A node's poll answers with its change cursor: everything when asked without a cursor,
+    else only the statuses changed after the cursor named."""
+
+    def __init__(self) -> None:
+        self._changes: list[tuple[int, dict[str, Any]]] = []  # (sequence, status)
+
+    def count(self, crawler_id: int, collected: int) -> None:
+        self._changes.append((len(self._changes) + 1, status(crawler_id, collected)))
+
+    def poll(
+        self, node: NodeTarget, since: Cursor | None, renewal: Renewal | None = None
+    ) -> dict[str, Any]:
+        after = 0 if since is None else since.seq
+        latest = {s["crawler_id"]: s for seq, s in self._changes if seq > after}
+        return {
+            "cursor": f"log:{len(self._changes)}",
+            "full": since is None,
+            "subscribers": list(latest.values()),
+            "data_sources": [],
+        }
+
+
+def collected(sessions: sessionmaker[Session], crawler_id: int) -> int:
+    with sessions() as session:
+        return session.get(Crawler, crawler_id).items_collected
+
+
+@pytest.fixture
+def crawler_id(client, sessions, make_user) -> int:
+    """A crawler, and a node to poll."""
+    token = make_user("ana")["token"]
+    body = {"name": "c", "source": "rss", "query": {"feeds": ["https://f.example/"]}}
+    created = client.post("/api/v1/crawlers", json=body, headers=bearer(token))
+    with sessions.begin() as session:
+        session.add(Node(url="http://node:1"))
+    return created.json["id"]
+
+
+def test_a_count_polled_before_the_crawlers_are_read_is_taken_after(sessions, crawler_id) -> None:
+    node = ChangeLogNode()
+    node.count(crawler_id, 12)  # stored between the old leader's last poll and this one's first
+
+    memory = ShardMemory()  # a new leader: its poll thread starts before its intake reads
+    poll = liveness(sessions, node, memory)
+    poll.poll_once()
+    with sessions.begin() as session:
+        Intake(memory, Shard()).take(session, time.time())
+    poll.poll_once()
+    assert collected(sessions, crawler_id) == 12
+
+
+def take_lock(sessions: sessionmaker[Session], holder: str, after: float = 0.0) -> int | None:
+    with sessions.begin() as session:
+        at = utcnow() + timedelta(seconds=after)
+        return leader.try_lead(session, holder, at, 10.0, leader.LOCK)
+
+
+def fenced(holder: str, epoch: int | None) -> Callable[[Session], None]:
+    assert epoch is not None
+    return functools.partial(leader.fence, name=leader.LOCK, holder=holder, epoch=epoch)
+
+
+def test_a_leader_whose_lock_was_taken_over_records_no_statuses(sessions, crawler_id) -> None:
+    memory = ShardMemory()
+    with sessions.begin() as session:
+        Intake(memory, Shard()).take(session, time.time())
+    node = ChangeLogNode()
+    stale = liveness(sessions, node, memory, fence=fenced("a", take_lock(sessions, "a")))
+    node.count(crawler_id, 18)
+    stale.poll_once()
+    assert collected(sessions, crawler_id) == 18
+
+    # cut off from the database past its lock's lifetime; another hub took over and counted
+    successor = fenced("b", take_lock(sessions, "b", after=60))
+    node.count(crawler_id, 11)  # what the cut-off leader still believes, written after the heal
+    with pytest.raises(leader.LeadLost):
+        stale.poll_once()
+    assert collected(sessions, crawler_id) == 18
+    with sessions.begin() as session:
+        successor(session)  # the new holder's transactions go through
