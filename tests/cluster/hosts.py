@@ -14,9 +14,9 @@ import psycopg
 import sqlalchemy
 
 from blackwidow.demo import processes
-from tests.cluster.delay_proxy import DelayProxy
 from tests.cluster.network import Network
 from tests.integration.conftest import FAST_TIMERS, Cluster
+from tests.servers.tcp_relay import TcpRelay
 
 PLACES = {"feeds": "feeds", "hub": "hub1", "hub2": "hub2"}  # process name -> host; nodes alike
 POSTGRES_PORT = 5432  # its own host: no other server there to clash with
@@ -46,7 +46,7 @@ def fresh_database(server_url: str, name: str) -> str:
 
 class HostCluster(Cluster):
     """The integration tier's Cluster, each process on its own simulated host. With `delay`,
-    every link (to PostgreSQL, hubs, nodes and feeds) goes through a DelayProxy."""
+    every link (to PostgreSQL, hubs, nodes and feeds) goes through a delaying TcpRelay."""
 
     def __init__(
         self,
@@ -58,7 +58,7 @@ class HostCluster(Cluster):
     ) -> None:
         self.network = network
         self.delay = delay
-        self.proxies: list[DelayProxy] = []
+        self.relays: list[TcpRelay] = []
         self.database_url = database_url
         gateway = network.gateway
         env = {
@@ -88,11 +88,11 @@ class HostCluster(Cluster):
         return f"http://{host}:{relay_port}"
 
     def _relay(self, host: str, port: int) -> tuple[str, int]:
-        """A DelayProxy on the gateway to host:port; stopped with the cluster."""
+        """A delaying TcpRelay on the gateway to host:port; closed with the cluster."""
         assert self.delay is not None
-        proxy = DelayProxy(self.network.gateway, (host, port), self.delay)
-        self.proxies.append(proxy)
-        return proxy.address
+        relay = TcpRelay(port, host, self.network.gateway, self.delay)
+        self.relays.append(relay)
+        return relay.host, relay.port
 
     def _start(self, name: str, *args: str, **env: str) -> processes.Running:
         host = self.network[PLACES.get(name, name)]
@@ -120,5 +120,5 @@ class HostCluster(Cluster):
 
     def stop(self) -> None:
         super().stop()
-        for proxy in self.proxies:
-            proxy.close()
+        for relay in self.relays:
+            relay.close()
