@@ -65,7 +65,7 @@ def cluster(
     """A factory: cluster(delay=None, **env) starts the feed server, two hubs on a fresh
     database and three nodes (two registering with the first hub, one with the second), and
     waits for them. Every process is stopped, and every fault healed, at the end, also on
-    failure. `delay` puts a delaying relay on every link, `env` adds to the processes' environment."""
+    failure. `delay` slows every link by a relay, `env` adds to the processes' environment."""
     started: list[HostCluster] = []
 
     def _start(delay: float | None = None, **env: str) -> HostCluster:

@@ -26,6 +26,7 @@ TIMERS = {
     **FAST_TIMERS,  # poll every 0.5 s, so a leader's lock lapses after 2.5 s
     "BLACKWIDOW_MONITOR_SHARDS": "2",
     "BLACKWIDOW_DATABASE_BUSY_TIMEOUT": "3",
+    "BLACKWIDOW_DATABASE_TIMEOUT": "2",  # a hub cut from PostgreSQL answers 503 after 2 s
 }
 
 

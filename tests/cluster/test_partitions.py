@@ -16,15 +16,15 @@ from tests.cluster.totals import DURING_ITEMS, settle, start_workload
 from tests.support import wait_until
 
 CUT_ANSWER_WITHIN = 10.0  # seconds a request to a hub cut from PostgreSQL may take (503)
-# each way on every link: 200 ms round trips. A monitor cycle then takes about 3 s of
-# PostgreSQL round trips, so the timers grow with it; at a 0.5 s poll no leader would ever
-# finish a cycle before its lock's lease ran out
-LINK_DELAY = 0.1
+# each way on every link: 100 ms round trips, a link across a continent. A monitor cycle is
+# then about 1.5 s of PostgreSQL round trips, so the timers grow with it: at a 0.5 s poll no
+# leader would finish a cycle before its lock's lease ran out
+LINK_DELAY = 0.05
 SLOW_LINK_TIMERS = {
-    "BLACKWIDOW_POLL_INTERVAL": "2",
-    "BLACKWIDOW_ACCEPTABLE_PAUSE": "3",
-    "BLACKWIDOW_ORPHAN_AFTER": "8",
-    "BLACKWIDOW_DETACH_AFTER": "10",
+    "BLACKWIDOW_POLL_INTERVAL": "1",
+    "BLACKWIDOW_ACCEPTABLE_PAUSE": "2",
+    "BLACKWIDOW_ORPHAN_AFTER": "5",
+    "BLACKWIDOW_DETACH_AFTER": "6",
 }
 LOSS_FOR = 6.0  # seconds of one-way loss: past the detach timer (4 s) and a lock's lease (2.5 s)
 
