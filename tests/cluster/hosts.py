@@ -3,6 +3,7 @@ namespace of its own, a fresh hub database per cluster, and relays that delay ev
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -38,7 +39,7 @@ def fresh_database(server_url: str, name: str) -> str:
     with psycopg.connect(**address, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{database}"')
     made = url.set(database=database).render_as_string(hide_password=False)
-    environ = {"BLACKWIDOW_DATABASE_URL": made, "PATH": "/usr/bin:/bin"}
+    environ = {**os.environ, "BLACKWIDOW_DATABASE_URL": made}
     command = [sys.executable, "-m", "blackwidow", "db", "upgrade"]
     done = subprocess.run(command, env=environ, capture_output=True, text=True)
     assert done.returncode == 0, f"db upgrade failed: {done.stderr}"

@@ -8,13 +8,17 @@ Everything made here carries the run's prefix, and `remove` deletes exactly that
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import os
 import secrets
 import shutil
 import subprocess
-from collections.abc import Iterable, Sequence
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 FAULT_TABLE = "blackwidow_faults"  # the nftables table a fault adds to a host's namespace
 SUBNETS = ipaddress.ip_network("10.213.0.0/16")  # /24s picked from here, one per run
@@ -41,6 +45,13 @@ def check_machine() -> None:
     for tool, package in (("ip", "iproute2"), ("nft", "nftables")):
         if shutil.which(tool) is None:
             raise NetworkError(f"`{tool}` is not installed: run `make services` ({package})")
+
+
+@contextmanager
+def _subnet_lock() -> Iterator[None]:
+    with open(Path(tempfile.gettempdir()) / "blackwidow-cluster-subnets.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _free_subnet() -> ipaddress.IPv4Network:
@@ -76,16 +87,17 @@ class Network:
     def __init__(self, names: Sequence[str]) -> None:
         check_machine()
         self.prefix = f"bw{secrets.token_hex(2)}"
-        self.subnet = _free_subnet()
-        addresses = self.subnet.hosts()
         self.bridge = f"{self.prefix}-br"
-        self.gateway = str(next(addresses))  # the bridge's side: the test process
         self.hosts: dict[str, Host] = {}
         self._links: list[str] = []  # the veths' bridge sides
         self._faulty: set[str] = set()
         try:
-            _run("ip", "link", "add", self.bridge, "type", "bridge")
-            _run("ip", "addr", "add", f"{self.gateway}/24", "dev", self.bridge)
+            with _subnet_lock():  # two runs at once must not pick the same subnet
+                self.subnet = _free_subnet()
+                addresses = self.subnet.hosts()
+                self.gateway = str(next(addresses))  # the bridge's side: the test process
+                _run("ip", "link", "add", self.bridge, "type", "bridge")
+                _run("ip", "addr", "add", f"{self.gateway}/24", "dev", self.bridge)
             _run("ip", "link", "set", self.bridge, "up")
             for index, name in enumerate(names):
                 host = self.hosts[name] = Host(name, f"{self.prefix}-{name}", str(next(addresses)))

@@ -39,7 +39,7 @@ class Workload:
     budgeted: list[int] = field(default_factory=list)  # the budget user's crawlers
     free_token: str = ""
 
-    def add(self, cluster: HostCluster, hub: Running, token: str, feed: str, **fields: Any) -> int:
+    def add(self, hub: Running, token: str, feed: str, **fields: Any) -> int:
         """A crawler on `feed`, created through `hub`'s API: its id."""
         body = {"name": "c", "source": "rss", "query": {"feeds": [feed]}, **fields}
         response = requests.post(
@@ -56,7 +56,7 @@ class Workload:
     def add_whole(self, cluster: HostCluster, hub: Running, name: str, items: int) -> int:
         """A crawler that must collect all of a static feed's `items` entries: its id."""
         feed = cluster.feed(name, items=items)
-        crawler_id = self.add(cluster, hub, self.free_token, feed)
+        crawler_id = self.add(hub, self.free_token, feed)
         self.whole[crawler_id] = items
         return crawler_id
 
@@ -75,12 +75,12 @@ def start_workload(cluster: HostCluster) -> Workload:
     workload = Workload(free_token=cluster.user("free"))
     workload.add_whole(cluster, hub, "steady", STEADY_ITEMS)
     growing = cluster.feed("limited", items=4, every=0.25)
-    limited = workload.add(cluster, hub, workload.free_token, growing, item_limit=ITEM_LIMIT)
+    limited = workload.add(hub, workload.free_token, growing, item_limit=ITEM_LIMIT)
     workload.limited[limited] = ITEM_LIMIT
     budget_token = cluster.user("budget", item_limit=BUDGET)
     for name in ("budget-a", "budget-b"):
         feed = cluster.feed(name, items=2, every=0.4)
-        workload.budgeted.append(workload.add(cluster, hub, budget_token, feed))
+        workload.budgeted.append(workload.add(hub, budget_token, feed))
     with opened_store(cluster) as store:
         wait_until(lambda: all(map(store.count, workload.tokens)), what="every crawler's items")
     return workload
