@@ -6,7 +6,9 @@ listing is one entry of the node's fetch scheduler, polled like a feed: a walk s
 conditional GET of the first page (304, or the same bytes as the last whole walk: nothing
 new), then reads one page per scheduler run, `page_interval` seconds apart, so a walk never holds a
 fetcher while it waits. It ends at the last page, at `page_limit` pages, or at a next link
-back to a page read this walk. A failed page ends the walk with a backoff (sources.polled).
+back to a page read this walk. The next walk is due at the next tick counted from this
+one's start, as a feed's next poll from its last, so a walk slowed by its host does not push
+the listing's schedule later. A failed page ends the walk with a backoff (sources.polled).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class _Walk:
     """One poll's way through the listing, from its first page."""
 
     first: FetchResult
+    began_on: float  # when its first page was asked for, on the scheduler's clock
     next_url: str | None = None
     pages: int = 0  # pages read so far
     read: set[str] = field(default_factory=set)  # canonical URLs of the pages read so far
@@ -115,9 +118,10 @@ class PagedSource:
             return NextPoll(now)
         walk = self._walk
         page = f"{walk.next_url}: " if walk is not None else ""  # the first page is the listing's
+        began_on = walk.began_on if walk is not None else now
         try:
             if walk is None:
-                self._begin(sink)
+                self._begin(sink, now)
             else:
                 self._take(walk, self._fetcher.get(walk.next_url or self._first.url), sink)
         except (FetchError, PageError) as error:
@@ -128,12 +132,18 @@ class PagedSource:
         if self._walk is not None:  # from this page's start, as a crawl-delay
             self._first.next_poll_at = now + self._page_interval
             return NextPoll(self._first.next_poll_at)
-        return NextPoll(self._next_due_at(now), retry=self._first.failures > 0)
+        return NextPoll(self._next_due_at(began_on, now), retry=self._first.failures > 0)
 
-    def _next_due_at(self, now: float) -> float:
-        """When the next walk starts, after one that ended at `now`: at the next tick of the
-        subscribers' schedules (sources.scheduled), or later when the server or a failure asks."""
-        return self._first.plan(now, self._entries.wait(now), self._interval)
+    def _next_due_at(self, began_on: float, now: float) -> float:
+        """When the next walk starts, after one that began at `began_on` and read its last
+        page at `now`: at the next tick of the subscribers' schedules counted from its start,
+        as a feed's from its poll (sources.scheduled), yet a page interval after that last
+        page at the soonest; or later when the server asks. A failure backs off from `now`."""
+        if self._first.failures:
+            return self._first.plan(now, self._entries.wait(now), self._interval)
+        due_at = self._first.plan(began_on, self._entries.wait(began_on), self._interval)
+        self._first.next_poll_at = max(due_at, now + self._page_interval)
+        return self._first.next_poll_at
 
     def _replanned(self) -> list[tuple[PollState, float]]:
         """Subscribers came or went with schedules: a listing waiting between walks is due at
@@ -143,7 +153,7 @@ class PagedSource:
         due_at = self._first.replan(self._entries.wait, self._interval)
         return [] if due_at is None else [(self._first, due_at)]
 
-    def _begin(self, sink: SourceSink) -> None:
+    def _begin(self, sink: SourceSink, now: float) -> None:
         """The first page, fetched conditionally: unchanged, it ends the poll at once."""
         state = self._first
         state.began()
@@ -152,7 +162,7 @@ class PagedSource:
         if result.status == 304 or _digest(result) == self._digest:
             state.succeeded()
             return
-        walk = self._walk = _Walk(first=result, read={canonical_url(state.url)})
+        walk = self._walk = _Walk(first=result, began_on=now, read={canonical_url(state.url)})
         self._take(walk, result, sink)
 
     def _take(self, walk: _Walk, result: FetchResult, sink: SourceSink) -> None:

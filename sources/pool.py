@@ -71,18 +71,20 @@ class DataSourcePool:
         """Create or update a subscriber. The same spec twice changes nothing."""
         key = source_key(spec.source, spec.query, spec.credential_owner)
         to_stop: list[DataSource] = []
+        updated = False
         with self._lock:
             current = self._subscribers.get(spec.crawler_id)
             if current and current[0] == key:
                 subscriber = current[1]
                 subscriber.confirmed_at = now
-                if subscriber.digest != spec.digest():
-                    if spec.recollect_after != subscriber.spec.recollect_after:
+                updated = subscriber.wanted_digest != spec.digest()
+                if updated:
+                    if spec.recollect_after != subscriber.wanted.recollect_after:
                         self._plan_segment(spec)
-                    subscriber.update(spec)
+                    subscriber.want(spec)  # applied below, outside the lock: it may wait
                     to_stop += self._reopen_for(self._sources[key], key, spec)
                     self._sources[key].source.attach(spec)  # e.g. new terms: new rules
-                status = subscriber.status()
+                status = None if updated else subscriber.status()
             else:
                 if current:  # a new query means a new data source; the subscriber's count stays
                     to_stop += self._detach(spec.crawler_id)
@@ -104,6 +106,9 @@ class DataSourcePool:
         self._stop_all(to_stop)
         if status is not None:
             return status
+        if updated:  # outside the lock: a store write in progress holds up this call only
+            subscriber.update()
+            return subscriber.status()
         subscriber.load_count()
         if not started:
             subscriber.offer(shared.source.snapshot())

@@ -3,10 +3,10 @@
 Data sources add their periodic fetches (one entry per feed) with a job to run when due; the
 schedule (sources.schedule) decides which due entry runs next, fairly and politely. Threads
 stay `fetchers` + 1 whatever the number of entries: the fetchers wait on a condition until
-there is work, one timer thread sleeps until the next due time (or an earlier entry comes),
-and nothing wakes in between. Threads rather than asyncio: the guarded fetcher is blocking
-requests (its address check hooks the connection), parsing holds the interpreter either way,
-and a few dozen threads meet the node's aims (bench/node_feeds.py).
+there is work, one timer thread sleeps until the next due time or the end of a host's gap
+(or an earlier one comes), and nothing wakes in between. Threads rather than asyncio: the
+guarded fetcher is blocking requests (its address check hooks the connection), parsing holds
+the interpreter either way, and a few dozen threads meet the node's aims (bench/node_feeds.py).
 
 Retries are spread by jitter, so feeds that failed together do not retry together.
 
@@ -164,7 +164,9 @@ class FetchScheduler:
             }
 
     def _changed(self) -> None:
-        """Wake a fetcher for what is due now, and the timer if it must wake earlier."""
+        """Wake a fetcher for what is due now, and the timer if it must wake earlier. Called
+        after every change to the schedule, a take included: an entry that a take sets aside
+        for its host's gap sets a timer of its own, which the timer thread must not sleep past."""
         if self._schedule.ready_count():
             self._work.notify()
         next_at = self._schedule.next_event_at()
@@ -206,10 +208,9 @@ class FetchScheduler:
         while not self._stopping:
             now = self._clock()
             entry = self._schedule.take(now)
+            self._changed()  # more may be due for another fetcher, or a host's gap timed
             if entry is not None:
                 self._note_late(now, now - entry.due_at)
-                if self._schedule.ready_count():
-                    self._work.notify()  # more is due: another fetcher can start it
                 return entry
             self._work.wait()
         return None

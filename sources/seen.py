@@ -17,6 +17,7 @@ capacity the rate would climb, so it is loaded again from the store at twice the
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -24,6 +25,8 @@ from datetime import datetime
 from rbloom import Bloom
 
 from sources.segments import version_of
+
+log = logging.getLogger(__name__)
 
 FALSE_POSITIVES = 0.01  # share of unseen ids a filter calls "maybe" (each costs a store read)
 MIN_CAPACITY = 1000  # ids a filter is made for at least: 1.2 kB
@@ -57,7 +60,9 @@ class SeenSet:
         self._clock = clock
         self._load_at = clock() + settle_after
         self._filters: dict[datetime | None, _Filter] | None = None  # None: not loaded yet
-        self._dropped: set[datetime] = set()  # segments whose filter went: every id a "maybe"
+        self._dropped: set[datetime | None] = (
+            set()
+        )  # segments whose filter went: every id a "maybe"
         self.asked = 0  # ids left to the store's read
         self.vouched = 0  # ids the filter vouched for as new: reads saved
 
@@ -86,7 +91,7 @@ class SeenSet:
             kept = self._filters.get(version) or self._new_segment(version)
             kept.bloom.add(item_id)
             if kept.full:
-                self._filters[version] = self._reloaded(version, 2 * kept.capacity)
+                self._grow(version, 2 * kept.capacity)
 
     def _maybe(self, item_id: str) -> bool:
         assert self._filters is not None
@@ -101,6 +106,19 @@ class SeenSet:
         for item_id in self._read_ids():
             by_version.setdefault(version_of(item_id), []).append(item_id)
         return {version: _Filter(ids) for version, ids in by_version.items()}
+
+    def _grow(self, version: datetime | None, capacity: int) -> None:
+        """A full filter loaded again at `capacity`. A read that fails drops the segment's
+        filter (its ids are "maybe" from then on) rather than raising: this runs after a
+        write, which must not look failed when it stored, or its retry would find the ids
+        after this one vouched for as new and count them twice."""
+        assert self._filters is not None
+        try:
+            self._filters[version] = self._reloaded(version, capacity)
+        except Exception as error:  # whatever the store raised: the filter only saves reads
+            log.warning("seen-set dropped segment=%s error=%s", version, error)
+            del self._filters[version]
+            self._dropped.add(version)
 
     def _reloaded(self, version: datetime | None, capacity: int) -> _Filter:
         ids = (i for i in self._read_ids() if version_of(i) == version)

@@ -94,6 +94,7 @@ class Subscriber:
         self._source_error: str | None = None
         self._source_failing = False
         self.confirmed_at = confirmed_at
+        self.want(spec)
         self._apply(spec)
 
     def load_count(self) -> None:
@@ -123,11 +124,18 @@ class Subscriber:
             self._source_error, self._source_failing = error, failing
             self._changed()
 
-    def update(self, spec: SubscriberSpec) -> None:
-        """Take a changed spec in place: the count, the held items and the source stay."""
+    def want(self, spec: SubscriberSpec) -> None:
+        """Note the spec to run next; `update` applies the latest one noted. Never waits: the
+        pool notes it under its own lock, which a store write must not hold up."""
+        self.wanted, self.wanted_digest = spec, spec.digest()
+
+    def update(self) -> None:
+        """Take the latest wanted spec in place: the count, the held items and the source stay.
+        Waits for a store write in progress, so the pool calls it outside its lock."""
         with self._cond:
-            self._apply(spec)
-            self._store_held()
+            if self.wanted is not self.spec:
+                self._apply(self.wanted)
+                self._store_held()
 
     def offer(self, items: Sequence[Item], block: bool = True) -> bool:
         """Take items from the data source: keep the matching ones, store what fits.
@@ -181,10 +189,15 @@ class Subscriber:
                 self._retry_due()
 
     def close(self) -> None:
-        """The subscriber is gone: release a source blocked in `offer`."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
+        """The subscriber is gone: release a source blocked in `offer`. Never waits for a
+        store write in progress (the pool closes subscribers under its lock): that write
+        notifies the waiting sources itself when it ends, and they see the subscriber closed."""
+        self._closed = True
+        if self._cond.acquire(blocking=False):
+            try:
+                self._cond.notify_all()
+            finally:
+                self._cond.release()
 
     def _retry_due(self) -> None:
         if not self._failing or self._clock() >= self._retry_at:
@@ -271,6 +284,7 @@ class Subscriber:
         self.last_error = f"store: {error}"
         self._changed()
         self._on_failing(self)
+        self._cond.notify_all()  # a source waiting in `offer` looks again: closed meanwhile?
 
     def _recovered(self) -> None:
         if self._failing:

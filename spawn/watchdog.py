@@ -10,7 +10,7 @@ from spawn.node import Node
 
 log = logging.getLogger(__name__)
 
-TICK = 0.2  # store-write retries: they back off from a fifth of a second
+TICK = 0.2  # seconds between store-write retries: they back off from a fifth of a second
 CHECK_EVERY = 5  # ticks between looks at the timers, which walk every subscriber
 
 
@@ -28,9 +28,15 @@ def check(node: Node, orphan_after: float, detach_after: float) -> None:
 
 
 def run(node: Node, orphan_after: float, detach_after: float, stop: threading.Event) -> None:
-    ticks = 0
+    """The timers on this thread, the write retries on one of their own: a retry may wait
+    for a store that runs the write and never answers, and must not hold up a detach."""
+    retries = threading.Thread(target=_retry_writes, args=(node, stop), name="write-retries")
+    retries.daemon = True
+    retries.start()
+    while not stop.wait(TICK * CHECK_EVERY):
+        check(node, orphan_after, detach_after)
+
+
+def _retry_writes(node: Node, stop: threading.Event) -> None:
     while not stop.wait(TICK):
         node.pool.retry_writes()
-        ticks += 1
-        if ticks % CHECK_EVERY == 0:
-            check(node, orphan_after, detach_after)

@@ -66,7 +66,6 @@ from sources.model import Item
 
 IDS_PER_READ = 100  # ids in one `item_id IN ?` read, conversations in one `conversation_id IN ?`
 IN_FLIGHT = 32  # requests outstanding at once from one store
-REQUEST_TIMEOUT = 5.0  # seconds; an outage fails fast and the caller retries
 
 _UNAVAILABLE = (
     NoHostAvailable,
@@ -93,7 +92,7 @@ def make_cluster(config: CassandraConfig) -> Cluster:
     profile = ExecutionProfile(
         load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy()),
         consistency_level=config.consistency,
-        request_timeout=REQUEST_TIMEOUT,
+        request_timeout=config.request_timeout,
     )
     return Cluster(
         list(config.hosts),

@@ -2,12 +2,15 @@
 
 Options: `consistency` (a CQL consistency level; LOCAL_QUORUM by default, ONE suits a single
 dev node), `replication` (`3` for SimpleStrategy with that factor, or `dc1:3,dc2:2` for
-NetworkTopologyStrategy; 1 by default) and `connect_timeout` (seconds).
+NetworkTopologyStrategy; 1 by default), `connect_timeout` (seconds to open a connection) and
+`request_timeout` (seconds a statement waits for its answer before the caller is told the store
+did not answer; the write may have run, and is retried whole).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
@@ -25,6 +28,7 @@ class CassandraConfig:
     consistency: int = ConsistencyLevel.LOCAL_QUORUM
     replication: tuple[tuple[str, int], ...] = (("replication_factor", 1),)
     connect_timeout: float = 5.0
+    request_timeout: float = 5.0  # short: an outage fails fast and the caller retries
 
     @property
     def strategy(self) -> str:
@@ -101,14 +105,22 @@ def _factor(text: str) -> int:
     return int(text)
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise ValueError(f"connect_timeout {text!r} must be a positive number of seconds")
-    return value
+def _seconds(name: str) -> Callable[[str], float]:
+    def parsed(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = 0.0
+        if not value > 0:
+            raise ValueError(f"{name} {text!r} must be a positive number of seconds")
+        return value
+
+    return parsed
 
 
-_PARSERS = {"consistency": _consistency, "replication": _replication, "connect_timeout": _positive}
+_PARSERS = {
+    "consistency": _consistency,
+    "replication": _replication,
+    "connect_timeout": _seconds("connect_timeout"),
+    "request_timeout": _seconds("request_timeout"),
+}

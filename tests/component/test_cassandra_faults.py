@@ -1,8 +1,10 @@
 """The Cassandra store stays exact when replies are lost and writers die: a real Cassandra
-behind the CQL fault proxy, which lets a statement run and loses its answer.
+behind the CQL fault proxy, which lets a statement run and loses its answer, hanging up the
+connection (the driver says NoHostAvailable) or leaving it open (OperationTimedOut).
 
 A writer that "dies" is a store closed after its failed write, never retried; "another
-writer" is a second store instance, as a second node is.
+writer" is a second store instance, as a second node is. The node around the store goes
+through the same faults in test_node_store_faults.py.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ ITEM_ROWS = "items_by_crawler ("  # the items' own rows
 ID_ROWS = "items_by_id (crawler_id"  # the id rows written before them (pending)
 CONFIRM = "SET pending = false"  # the commit mark: ids confirmed, with the writer's total
 TOTAL = "_totals SET stored"  # the writer's total
+ANSWER_WAIT = 2  # seconds a quiet store waits for an answer: a dropped one costs this
 
 
 @pytest.fixture
@@ -34,9 +37,10 @@ def proxy(cassandra_service: Any) -> Iterator[CqlProxy]:
         yield running
 
 
-def through(proxy: CqlProxy, cassandra_service: Any, url: str) -> CassandraStore:
+def through(proxy: CqlProxy, cassandra_service: Any, url: str, options: str = "") -> CassandraStore:
     """A store that reaches Cassandra through the proxy."""
-    store = open_store(url.replace(cassandra_service.contact_points, proxy.contact_points))
+    url = url.replace(cassandra_service.contact_points, proxy.contact_points)
+    store = open_store(url + options)
     assert isinstance(store, CassandraStore)
     return store
 
@@ -44,6 +48,17 @@ def through(proxy: CqlProxy, cassandra_service: Any, url: str) -> CassandraStore
 @pytest.fixture
 def writer(proxy: CqlProxy, cassandra_service: Any, cassandra_store_url: str) -> Iterator[Any]:
     store = through(proxy, cassandra_service, cassandra_store_url)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def quiet_writer(
+    proxy: CqlProxy, cassandra_service: Any, cassandra_store_url: str
+) -> Iterator[Any]:
+    """A writer that waits ANSWER_WAIT for an answer, for replies dropped without a hang-up."""
+    options = f"&request_timeout={ANSWER_WAIT}"
+    store = through(proxy, cassandra_service, cassandra_store_url, options)
     yield store
     store.close()
 
@@ -80,8 +95,8 @@ def retried(store: Any, items: list[Item]) -> list[Item]:
     return wait_until(attempt, timeout=30, what="the store to answer")[0]
 
 
-def fails(store: Any, items: list[Item], proxy: CqlProxy) -> None:
-    with pytest.raises(StoreUnavailable):
+def fails(store: Any, items: list[Item], proxy: CqlProxy, error: str | None = None) -> None:
+    with pytest.raises(StoreUnavailable, match=error):
         store.add(items)
     assert proxy.rules_left() == 0 and proxy.lost == 1
 
@@ -104,6 +119,23 @@ def test_a_retry_after_a_lost_reply_reports_the_items_new_exactly_once(
     assert listed(writer, one) == [(item_id, T0) for item_id in ids(items)]
     assert writer.add(items) == []  # answered now: a re-delivery is not new
     assert writer.count(one) == COUNT
+
+
+@pytest.mark.parametrize("lost", [ID_ROWS, ITEM_ROWS, CONFIRM])
+def test_a_retry_after_a_timed_out_write_reports_the_items_new_exactly_once(
+    quiet_writer: Any, proxy: CqlProxy, crawler_ids: tuple[int, ...], lost: str
+) -> None:
+    """The answer is dropped and the connection stays: the driver times out, as when packets
+    are lost, while the statements sent beside it are answered and the write ran in part."""
+    one = crawler_ids[0]
+    items = batch(one)
+    proxy.lose_reply(lost, hang_up=False)
+    fails(quiet_writer, items, proxy, "OperationTimedOut")
+
+    assert ids(retried(quiet_writer, items)) == ids(items)
+    assert quiet_writer.count(one) == COUNT
+    assert listed(quiet_writer, one) == [(item_id, T0) for item_id in ids(items)]
+    assert quiet_writer.add(items) == []
 
 
 def test_items_whose_confirm_went_unanswered_are_new_to_one_writer_only(

@@ -16,7 +16,7 @@ from blackwidow.demo.feed_server import FeedServer
 from sources.fetcher import GuardedFetcher
 from sources.model import SubscriberSpec
 from sources.rss.source import RssSource
-from sources.scheduler import FetchScheduler
+from sources.scheduler import FetchScheduler, Job, NextPoll
 from tests.servers.hostile_http import HostileServer
 from tests.support import FakeClock, SinkRecorder, wait_until
 
@@ -169,3 +169,30 @@ def test_scheduler_stats_count_fetches_and_lateness(
     assert stats["fetchers"] == 4
     assert stats["late_max"] >= 0.0
     assert set(stats) >= {"entries", "in_flight", "due", "late_recent", "failed_jobs"}
+
+
+def test_an_entry_held_by_its_hosts_gap_starts_when_the_gap_ends() -> None:
+    """An entry that comes due just after another start at its host waits out the gap, then
+    starts, however far off the next other due time is (no fetch in flight, nothing added)."""
+    gap, later = 1.0, 3600.0
+    runs: dict[str, int] = {"first": 0, "second": 0}
+
+    def job(key: str) -> Job:
+        def run(now: float) -> NextPoll:
+            runs[key] += 1
+            return NextPoll(now + later)
+
+        return run
+
+    running = FetchScheduler(fetchers=2, host_limit=2, host_gap=gap, name="gap-fetcher")
+    running.start()
+    try:
+        running.add("first", "h", 2, job("first"))
+        wait_until(
+            lambda: running.stats()["fetches"] == 1 and running.stats()["in_flight"] == 0,
+            what="the first fetch done",
+        )
+        running.add("second", "h", 2, job("second"))  # due now, inside the gap
+        wait_until(lambda: runs["second"], timeout=gap + 5, what="the second entry to start")
+    finally:
+        running.stop()

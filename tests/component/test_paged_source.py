@@ -271,3 +271,25 @@ def test_a_listing_polls_on_its_subscribers_schedule_and_re_plans_when_one_joins
     source.attach(scheduled(2, {"every": 30}))  # the earliest tick wins, from the last walk
     after = datetime.fromisoformat(source.feeds()[0]["next_due_at"])
     assert 269 < (before - after).total_seconds() < 271
+
+
+@pytest.mark.parametrize(
+    ("schedule", "due_after"),
+    [
+        (None, INTERVAL),  # the node's interval, from the walk's first page: not its last
+        ({"every": 3}, 2 * PAGE_INTERVAL + PAGE_INTERVAL),  # longer walk: a page interval on
+    ],
+)
+def test_the_next_walk_counts_from_the_start_of_the_last(
+    site: ListingSite, schedule: dict[str, Any] | None, due_after: float
+) -> None:
+    """A listing's schedule ticks from each walk's start, as a feed's from each poll, however
+    long the walk took (its pages waited for their host, say)."""
+    source: Any = opened(page, {**PAGE_QUERY, "url": site.url("/news/1.html")})
+    source.attach(scheduled(1, schedule))
+    source.start(SinkRecorder())
+
+    outcomes = [source.run(NOW + n * PAGE_INTERVAL) for n in range(3)]  # pages 1, 2, 3
+
+    assert outcomes[-1] == NextPoll(NOW + due_after)
+    assert len(site.requests_to("/news/3.html")) == 1

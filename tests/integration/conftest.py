@@ -20,6 +20,7 @@ import pytest
 import requests
 
 from blackwidow.demo import processes
+from tests.servers.listing_site import ListingSite
 from tests.support import every_page, wait_until
 
 FAST_TIMERS = {
@@ -163,6 +164,13 @@ class Cluster:
         assert response.status_code == 201, response.text
         return response.json()
 
+    def batch(self, token: str, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Crawlers created in one transaction, so one monitor pass pushes them together."""
+        body = {"crawlers": bodies}
+        response = self.call("POST", "/api/v1/crawlers/batch", token, json=body)
+        assert response.status_code == 201, response.text
+        return response.json()["crawlers"]
+
     def get(self, token: str, crawler_id: int) -> dict[str, Any]:
         return self.call("GET", f"/api/v1/crawlers/{crawler_id}", token).json()
 
@@ -217,6 +225,13 @@ def cluster(tmp_path: Path) -> Iterator[Callable[[int], Cluster]]:
     yield _start
     for running in started:
         running.stop()
+
+
+@pytest.fixture
+def site() -> Iterator[ListingSite]:
+    """The local listing site (tests.servers.listing_site), in this process."""
+    with ListingSite() as running:
+        yield running
 
 
 def post_numbers(items: list[dict[str, Any]]) -> list[int]:

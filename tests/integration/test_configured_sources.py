@@ -3,10 +3,7 @@ items read back through the REST API; bad paths refused by name."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from tests.servers.listing_site import ListingSite
 from tests.support import wait_until
@@ -17,12 +14,6 @@ FIELDS = {
     "author": ".//span[@class='author']",
     "published_at": ".//time/@datetime",
 }
-
-
-@pytest.fixture
-def site() -> Iterator[ListingSite]:
-    with ListingSite() as running:
-        yield running
 
 
 def page_query(site: ListingSite, **changes: Any) -> dict[str, Any]:

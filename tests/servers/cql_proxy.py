@@ -2,9 +2,11 @@
 chosen statements — Cassandra runs the statement, the client never hears back — for tests.
 
 It reads each request's CQL (QUERY, BATCH, and EXECUTE through the PREPARE answers it relays)
-in protocol v4 without compression, as the store speaks it. A lost reply hangs up the client's
-connection right after the statement ran, as a failing network or coordinator would: the driver
-fails every request in flight on that connection, then reconnects.
+in protocol v4 without compression, as the store speaks it. A lost reply either hangs up the
+client's connection right after the statement ran, as a failing coordinator would (the driver
+fails every request in flight on that connection with NoHostAvailable, then reconnects), or,
+`hang_up=False`, is dropped alone while the connection carries on, as lost packets would: the
+driver waits out its request timeout (OperationTimedOut) and later requests are answered.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ COMPRESSED = 0x01  # header flag
 class _Rule:
     cql: str
     remaining: int
+    hang_up: bool
 
 
 @dataclass
@@ -37,7 +40,7 @@ class _Connection:
     client: socket.socket
     upstream: socket.socket
     preparing: dict[int, str] = field(default_factory=dict)  # stream -> CQL being prepared
-    doomed: set[int] = field(default_factory=set)  # streams whose answer is lost
+    doomed: dict[int, bool] = field(default_factory=dict)  # stream whose answer is lost -> hang up
 
     def hang_up(self) -> None:
         for sock in (self.client, self.upstream):
@@ -60,11 +63,12 @@ class CqlProxy:
         self.contact_points = f"127.0.0.1:{self._listener.getsockname()[1]}"
         threading.Thread(target=self._accept, name="cql-proxy", daemon=True).start()
 
-    def lose_reply(self, cql: str, times: int = 1) -> None:
+    def lose_reply(self, cql: str, times: int = 1, hang_up: bool = True) -> None:
         """Lose the answers to the next `times` requests with a statement whose CQL contains
-        `cql` (a batch matches when one of its statements does)."""
+        `cql` (a batch matches when one of its statements does), hanging up the connection
+        or, `hang_up=False`, dropping the answer alone."""
         with self._lock:
-            self._rules.append(_Rule(cql, times))
+            self._rules.append(_Rule(cql, times, hang_up))
 
     def rules_left(self) -> int:
         with self._lock:
@@ -107,8 +111,8 @@ class CqlProxy:
                 with self._lock:
                     if opcode == PREPARE:  # learnt from, never lost: it runs nothing
                         connection.preparing[stream] = statements[0]
-                    elif self._doom(statements):
-                        connection.doomed.add(stream)
+                    elif (rule := self._doom(statements)) is not None:
+                        connection.doomed[stream] = rule.hang_up
             if not _send(connection.upstream, header + body):
                 break
         connection.hang_up()
@@ -122,12 +126,14 @@ class CqlProxy:
                 cql = connection.preparing.pop(stream, None)
                 if cql is not None and opcode == RESULT and not flags & COMPRESSED:
                     self._learn(body, cql)
-                doomed = stream in connection.doomed
-                if doomed:
+                hang_up = connection.doomed.pop(stream, None)
+                if hang_up is not None:
                     self.lost += 1
-            if doomed:
-                logger.debug("cql proxy lost a reply stream=%s", stream)
-                break
+            if hang_up is not None:
+                logger.debug("cql proxy lost a reply stream=%s hang_up=%s", stream, hang_up)
+                if hang_up:
+                    break
+                continue
             if not _send(connection.client, header + body):
                 break
         connection.hang_up()
@@ -138,15 +144,15 @@ class CqlProxy:
             (size,) = struct.unpack_from(">H", body, 4)
             self._prepared[body[6 : 6 + size]] = cql
 
-    def _doom(self, statements: list[str]) -> bool:
+    def _doom(self, statements: list[str]) -> _Rule | None:
         """With the lock held: the first rule any statement matches spends one use."""
         for rule in self._rules:
             if any(rule.cql in cql for cql in statements):
                 rule.remaining -= 1
                 if rule.remaining == 0:
                     self._rules.remove(rule)
-                return True
-        return False
+                return rule
+        return None
 
     def _statements(self, opcode: int, body: bytes) -> list[str]:
         """The CQL a request runs ("" for a prepared id never seen answered)."""

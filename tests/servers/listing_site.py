@@ -8,8 +8,11 @@ first, two a page, is served as:
   lack an author or a date;
 - `/api/cursor[?after=C]`: JSON pages chained by an opaque cursor;
 - `/api/pages?page=N`: JSON pages by number, empty past the last;
+- `/feeds/<name>.xml?every=S`: an RSS feed that grows by an entry every S seconds (the demo
+  feed server's feeds), so feeds and listings can share one host;
 
-and any of them fails with a 500 when a test says so.
+and any of them fails with a 500 when a test says so. Every request is recorded with the
+moment it came, on the site's own clock (`site.now()`).
 
 The first page of each (the HTML first page, the cursor API without a cursor, page 1) has an
 ETag and answers a matching If-None-Match with 304. Use it as a context manager (it runs in
@@ -23,12 +26,16 @@ import contextlib
 import hashlib
 import json
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from blackwidow.demo.feed_server import FEED_PATH, entries_published, parse_query, render_feed
+
 PER_PAGE = 2
 HTML_PAGES = 3
+RSS = "application/rss+xml; charset=utf-8"
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,7 @@ class Post:
 class Seen:
     path: str  # with its query string
     headers: dict[str, str]
+    at: float = 0.0  # when it came, on the site's clock
 
 
 def _post_html(post: Post, broken: bool) -> str:
@@ -94,7 +102,7 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = 10
 
     def do_GET(self) -> None:
-        self.server.record(Seen(self.path, dict(self.headers.items())))
+        self.server.record(Seen(self.path, dict(self.headers.items()), time.monotonic()))
         parts = urlsplit(self.path)
         params = {k: v[0] for k, v in parse_qs(parts.query).items()}
         with contextlib.suppress(BrokenPipeError, ConnectionResetError, TimeoutError):
@@ -115,8 +123,16 @@ class _Handler(BaseHTTPRequestHandler):
             number = int(params.get("page", "1"))
             body = api_page(posts, (number - 1) * PER_PAGE, cursor=False)
             self._send(body, "application/json", number == 1)
+        elif found := FEED_PATH.fullmatch(path):
+            self._send(self._feed(found.group(1), urlsplit(self.path).query), RSS, True)
         else:
             self._reply(404, b"not found", {})
+
+    def _feed(self, name: str, query: str) -> bytes:
+        items, every = parse_query(query)
+        server = self.server
+        total = entries_published(items, every, time.monotonic() - server.started_at)
+        return render_feed(f"http://127.0.0.1:{server.server_port}", name, total, server.started_on)
 
     def _send(self, body: bytes, content_type: str, validated: bool) -> None:
         headers = {"Content-Type": content_type}
@@ -148,6 +164,7 @@ class _Server(ThreadingHTTPServer):
         self.pages = {f"{n}.html" for n in range(1, HTML_PAGES + 1)}
         self._posts = posts
         self.failing: set[str] = set()  # paths answered with a 500
+        self.started_at, self.started_on = time.monotonic(), time.time()  # the feeds grow since
         self._seen: list[Seen] = []
         self._lock = threading.Lock()
 
@@ -214,6 +231,10 @@ class ListingSite:
             self._server.failing.add(path)
         else:
             self._server.failing.discard(path)
+
+    def now(self) -> float:
+        """The site's clock, the one each request's `at` reads."""
+        return time.monotonic()
 
     def requests_to(self, path: str) -> list[Seen]:
         """The requests received for `path` (with its query string, if any), oldest first."""

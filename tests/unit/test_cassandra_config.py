@@ -28,8 +28,10 @@ def test_hosts_share_one_port(rest: str, hosts: tuple[str, ...], port: int) -> N
     assert (config.hosts, config.port) == (hosts, port)
 
 
-def test_options_set_consistency_replication_and_timeout() -> None:
-    config = parse("db/ks?consistency=one&replication=dc1:3,dc2:2&connect_timeout=2.5")
+def test_options_set_consistency_replication_and_timeouts() -> None:
+    config = parse(
+        "db/ks?consistency=one&replication=dc1:3,dc2:2&connect_timeout=2.5&request_timeout=0.5"
+    )
     assert config.consistency == ConsistencyLevel.ONE
     assert config.replication_cql() == (
         "{'class': 'NetworkTopologyStrategy', 'dc1': '3', 'dc2': '2'}"
@@ -39,7 +41,8 @@ def test_options_set_consistency_replication_and_timeout() -> None:
         "dc1": "3",
         "dc2": "2",
     }
-    assert config.connect_timeout == 2.5
+    assert (config.connect_timeout, config.request_timeout) == (2.5, 0.5)
+    assert parse("db/ks").request_timeout == 5.0
     assert parse("db/ks?replication=3").replication == (("replication_factor", 3),)
 
 
@@ -58,6 +61,7 @@ def test_options_set_consistency_replication_and_timeout() -> None:
         ("db/ks?replication=0", "replication factor"),
         ("db/ks?replication=dc1", "replication"),
         ("db/ks?connect_timeout=-1", "connect_timeout"),
+        ("db/ks?request_timeout=0", "request_timeout '0'"),
         ("db/ks?colour=red", "unknown option 'colour'"),
     ],
 )

@@ -19,6 +19,17 @@ class Store:
         return list(self.ids)
 
 
+class DownStore(Store):
+    """A store whose reads fail once it is down."""
+
+    down = False
+
+    def read(self) -> list[str]:
+        if self.down:
+            raise ConnectionError("no host available")
+        return super().read()
+
+
 def trusted(ids: list[str]) -> tuple[SeenSet, Store]:
     store = Store(ids)
     seen = SeenSet(store.read, settle_after=0.0, clock=lambda: 0.0)
@@ -62,3 +73,14 @@ def test_a_full_filter_is_loaded_again_at_twice_the_size() -> None:
     seen.stored(ids)
     assert store.reads == 2
     assert seen.unseen([*ids[:10], "new"]) == {"new"}
+
+
+def test_a_filter_that_cannot_be_loaded_again_leaves_its_segment_to_the_store() -> None:
+    """The write before it stored: it must not fail, and no id of it may be vouched for."""
+    ids = [f"id-{n}" for n in range(MIN_CAPACITY * 3 // 2)]
+    store = DownStore([])
+    seen = SeenSet(store.read, settle_after=0.0, clock=lambda: 0.0)
+    seen.unseen(["first"])
+    store.down = True
+    seen.stored(ids)  # fills the filter past its capacity part way
+    assert seen.unseen([*ids, "new"]) == set()
