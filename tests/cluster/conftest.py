@@ -2,9 +2,11 @@
 host of its own, and per test two hubs leading two monitor shards, three nodes and a feed
 server, each on its own host, started as the integration tier starts its processes.
 
-The nodes share one SQLite store file: namespaces share the file system, so the store is
-shared as a store server would be, but never partitioned; the faults here are between hubs,
-nodes, feeds and PostgreSQL.
+PostgreSQL is an instance of the tier's own on the `pg` host, not the suite's loopback one, so
+that a cut to it is a real packet filter on its address. The nodes share one SQLite store
+file: namespaces share the file system, so the store is shared as a store server would be,
+at no start-up cost, but never partitioned; the faults are between hubs, nodes, feeds and
+PostgreSQL.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from tests.services.postgres import Postgres
 HOSTS = ("pg", "hub1", "hub2", "node1", "node2", "node3", "feeds")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def network() -> Iterator[Network]:
     """The simulated hosts, made once for the tier and removed at its end."""
     try:
@@ -42,7 +44,7 @@ def network() -> Iterator[Network]:
         made.remove()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def cluster_postgres(network: Network) -> Iterator[str]:
     """A PostgreSQL server on the `pg` host, for the whole tier: its server URL."""
     run_dir = Path(tempfile.mkdtemp(prefix="blackwidow-cluster-pg-"))
