@@ -30,7 +30,8 @@ LOSS_FOR = 6.0  # seconds of one-way loss: past the detach timer (4 s) and a loc
 
 
 def leaders(cluster: HostCluster) -> dict[str, Running]:
-    """Shard lock name -> the hub process holding it unexpired, read from PostgreSQL."""
+    """Shard lock name -> the hub process holding it unexpired, read from PostgreSQL (a holder
+    names its pid, and `ip netns exec` becomes the hub: the same pid)."""
     hubs = {str(hub.process.pid): hub for hub in (cluster.hub, *cluster.other_hubs) if hub}
     engine = sqlalchemy.create_engine(cluster.database_url, poolclass=sqlalchemy.pool.NullPool)
     try:
@@ -64,8 +65,8 @@ def leads_every_shard(cluster: HostCluster, hub: Running) -> bool:
 
 
 def answer_while_cut(hub: Running) -> str:
-    """How the hub answers an API request that needs the database: "503 after 1.2s", or
-    "nothing within 10s"."""
+    """How the hub answers an API request that needs the database: `503_after_1.2s`, or
+    `nothing_within_10s`."""
     began = time.monotonic()
     try:
         answer = requests.get(f"{hub.url}/api/v1/nodes/count", timeout=CUT_ANSWER_WITHIN)
