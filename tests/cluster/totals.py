@@ -105,12 +105,13 @@ class Totals:
     billed: int = 0
     delivered: int = 0
     api_vs_store_mismatch: int = 0
+    deadlocks: int = 0  # PostgreSQL deadlocks the hubs logged, however they recovered
     mismatched: list[str] = field(default_factory=list)  # crawler id: api against store
 
     def hold(self) -> bool:
         return (
             self.lost == self.duplicated == self.over_limit == self.over_budget == 0
-            and self.api_vs_store_mismatch == 0
+            and self.api_vs_store_mismatch == self.deadlocks == 0
             and self.billed == self.delivered
         )
 
@@ -119,7 +120,7 @@ class Totals:
         figures = (
             f"lost={self.lost} duplicated={self.duplicated} over_limit={self.over_limit} "
             f"over_budget={self.over_budget} billed={self.billed} delivered={self.delivered} "
-            f"api_vs_store_mismatch={self.api_vs_store_mismatch}"
+            f"api_vs_store_mismatch={self.api_vs_store_mismatch} deadlocks={self.deadlocks}"
         )
         detail = f" (crawler api/store: {', '.join(self.mismatched)})" if self.mismatched else ""
         return f"totals scenario={scenario} {figures} recovery={took}{detail}"
@@ -161,6 +162,8 @@ def measure(cluster: HostCluster, workload: Workload, store: SqliteStore) -> Tot
             totals.api_vs_store_mismatch += 1
             totals.mismatched.append(f"{crawler_id}: {counted}/{stored}")
     totals.billed, totals.delivered = billed_and_delivered(cluster.database_url)
+    hub_logs = cluster.workdir.glob("hub*.log")
+    totals.deadlocks = sum(log.read_text().count("DeadlockDetected: ") for log in hub_logs)
     return totals
 
 
