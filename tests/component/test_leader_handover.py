@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from blackwidow.alerts.outbox import Outbox
 from blackwidow.models import Crawler, Node, utcnow
 from blackwidow.monitor import leader
 from blackwidow.monitor.intake import Intake
@@ -20,7 +21,7 @@ from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeTarget
 from blackwidow.node_protocol import Cursor, Renewal, Shard
 from tests.component.conftest import bearer
-from tests.component.test_poll_deleted_crawler import liveness, status
+from tests.component.test_poll_deleted_crawler import BrokenFlush, liveness, status
 
 
 class ChangeLogNode:
@@ -49,6 +50,11 @@ class ChangeLogNode:
 def collected(sessions: sessionmaker[Session], crawler_id: int) -> int:
     with sessions() as session:
         return session.get(Crawler, crawler_id).items_collected
+
+
+def delivered(sessions: sessionmaker[Session], crawler_id: int) -> int:
+    with sessions() as session:
+        return session.get(Crawler, crawler_id).items_delivered
 
 
 @pytest.fixture
@@ -104,3 +110,18 @@ def test_a_leader_whose_lock_was_taken_over_records_no_statuses(sessions, crawle
     assert collected(sessions, crawler_id) == 18
     with sessions.begin() as session:
         successor(session)  # the new holder's transactions go through
+
+
+def test_statuses_whose_write_failed_are_written_once_when_heard_again(sessions, crawler_id):
+    """A cut from the database, a lost lock: the memory must not keep what SQL did not."""
+    memory = ShardMemory()
+    with sessions.begin() as session:
+        Intake(memory, Shard()).take(session, time.time())
+    node = ChangeLogNode()
+    node.count(crawler_id, 12)
+    with pytest.raises(RuntimeError):
+        liveness(
+            sessions, node, memory, BrokenFlush(Outbox(cluster_hook=False), 60.0, 100)
+        ).poll_once()
+    liveness(sessions, node, memory).poll_once()
+    assert (collected(sessions, crawler_id), delivered(sessions, crawler_id)) == (12, 12)
