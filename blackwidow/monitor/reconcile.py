@@ -94,18 +94,26 @@ class Reconciler:
         self._failed: list[Event] = []  # this pass: crawler.failed, emitted as it is recorded
 
     def reconcile_once(self, targets: dict[int, NodeTarget]) -> None:
-        """One pass: plan, push the plan, record what the nodes acknowledged."""
+        """One pass: plan, push the plan, record what the nodes acknowledged. A pass that
+        fails part way leaves the memory ahead of SQL (dirty crawlers taken, states settled),
+        so the next one reads everything again."""
         self._targets = targets
-        plan, taken = self.plan()
-        outcome = self._execute(plan) if self._leading() else Outcome()
-        rows, placed, unplaced = self._settle(outcome)
-        with self._sessions.begin() as session:
-            write(session, rows)
-            save_assignments(session, placed, unplaced)
-            changes.taken(session, taken)
-            self._alerts.emit(session, self._failed)
-            self._fence(session)
-        self._failed = []
+        try:
+            plan, taken = self.plan()
+            outcome = self._execute(plan) if self._leading() else Outcome()
+            rows, placed, unplaced = self._settle(outcome)
+            with self._sessions.begin() as session:
+                write(session, rows)
+                save_assignments(session, placed, unplaced)
+                changes.taken(session, taken)
+                self._alerts.emit(session, self._failed)
+                self._fence(session)
+        except Exception:
+            with self._memory.lock:
+                self._memory.loaded = False
+            raise
+        finally:
+            self._failed = []
 
     def plan(self) -> tuple[Plan, list[int]]:
         """Take crawler changes and decide what to push and remove; the plan, and the ids of
