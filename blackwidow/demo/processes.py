@@ -51,12 +51,15 @@ def start(
     env: Mapping[str, str],
     log_dir: Path,
     timeout: float = 30.0,
+    wrapper: Sequence[str] = (),
 ) -> Running:
-    """Run `python -m <args>`; its stdout's first line is its URL, its stderr goes to a log file."""
+    """Run `python -m <args>`; its stdout's first line is its URL, its stderr goes to a log file.
+
+    `wrapper` is a command that runs it and becomes it (`ip netns exec NAME`), or nothing."""
     log_path = log_dir / f"{name}.log"
     with open(log_path, "a") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", *args],
+            [*wrapper, sys.executable, "-m", *args],
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,

@@ -15,7 +15,7 @@ import math
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import case, delete, false, func, or_, select, update
+from sqlalchemy import case, delete, false, or_, select, update
 from sqlalchemy.orm import Session
 
 from blackwidow.db import insert_for
@@ -146,40 +146,39 @@ def fair_share(
 ) -> int:
     """Announce this process and count the live ones: how many shards it should lead.
 
-    Processes of this place that have ended no longer count, expired or not.
+    Processes of this place that have ended no longer count, expired or not. Only this
+    process's own row is waited for: another's stale row is removed unless a transaction
+    holds it (a slow hub renewing it late), so two hubs never wait on each other's rows.
     """
-    session.execute(
-        delete(MonitorLock).where(
-            MonitorLock.name.startswith(PRESENCE), MonitorLock.expires_at < now
-        )
-    )
-    _forget_departed(session, holder, place)
     name = presence_name(holder)
-    ensure(session, [name])
+    expires_at = now + timedelta(seconds=ttl)
+    announce = insert_for(session)(MonitorLock).values(
+        name=name, holder=holder, holder_place=place, expires_at=expires_at, epoch=0
+    )
     session.execute(
-        update(MonitorLock)
-        .where(MonitorLock.name == name)
-        .values(holder=holder, holder_place=place, expires_at=now + timedelta(seconds=ttl))
-    )
-    live = session.scalar(
-        select(func.count()).where(
-            MonitorLock.name.startswith(PRESENCE), MonitorLock.expires_at >= now
+        announce.on_conflict_do_update(
+            index_elements=[MonitorLock.name],
+            set_={"holder": holder, "holder_place": place, "expires_at": expires_at},
         )
     )
-    return math.ceil(shards / max(1, live or 1))
-
-
-def _forget_departed(session: Session, holder: str, place: str | None) -> None:
-    if place is None:
-        return
-    rows = session.execute(
-        select(MonitorLock.name, MonitorLock.holder).where(
-            MonitorLock.name.startswith(PRESENCE), MonitorLock.holder_place == place
+    others = session.execute(
+        select(
+            MonitorLock.name, MonitorLock.holder, MonitorLock.holder_place, MonitorLock.expires_at
+        ).where(MonitorLock.name.startswith(PRESENCE), MonitorLock.name != name)
+    ).all()
+    stale = [
+        row.name
+        for row in others
+        if row.expires_at is None
+        or row.expires_at < now
+        or holders.departed(row.holder, row.holder_place, holder, place)
+    ]
+    if stale:
+        free = select(MonitorLock.name).where(MonitorLock.name.in_(stale))
+        session.execute(
+            delete(MonitorLock).where(MonitorLock.name.in_(free.with_for_update(skip_locked=True)))
         )
-    )
-    gone = [name for name, other in rows if holders.departed(other, place, holder, place)]
-    if gone:
-        session.execute(delete(MonitorLock).where(MonitorLock.name.in_(gone)))
+    return math.ceil(shards / (1 + len(others) - len(stale)))
 
 
 def presence_name(holder: str) -> str:

@@ -57,6 +57,19 @@ def plan(
     return pushed
 
 
+def hold_unanswered(
+    crawler: Tracked, budgets: Mapping[int, ShardBudget], lease_after: float, now: float
+) -> None:
+    """A push or removal of a budgeted crawler got no answer: its node may have taken the
+    lease sent, or still store under the one it had, so the lease stays counted and the
+    crawler runs nowhere else until that lease would have lapsed, as a lost node's (or until
+    a node reports it, which tells where it runs)."""
+    if crawler.user_id not in budgets or not lease_after:
+        return
+    until = lost_lease_until(now, lease_after)
+    crawler.lost_until = max(crawler.lost_until or until, until)
+
+
 def confirm(crawler: Tracked, status: dict[str, Any]) -> None:
     """A node acknowledged a push: the lease it reports is now the one in force."""
     if status.get("lease") is not None:

@@ -111,6 +111,7 @@ class Liveness:
         except Exception:
             # nothing remembered, so the nodes report the same again; the reconciler runs
             # meanwhile: what made the statuses fail may be a crawler change it takes
+            self._statuses.rolled_back()
             self._memory.polled.set()
             raise
         self._remember(reports, targets, gone, capacity, taken)

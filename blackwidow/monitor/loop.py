@@ -229,7 +229,6 @@ class MonitorLoop(threading.Thread):
             share = leader.fair_share(
                 session, self._holder, now, self._lock_ttl, len(self._shards), self._place
             )
-            leader.ensure(session, [leader.lock_name(shard) for shard in self._shards])
             for shard in self._shards:
                 name = leader.lock_name(shard)
                 held = shard in self._led

@@ -44,6 +44,9 @@ class Outcome:
     acked: dict[int, tuple[int, dict]] = field(default_factory=dict)  # crawler -> (node, status)
     rejected: dict[int, str] = field(default_factory=dict)  # crawler -> reason
     removed: dict[int, list[int]] = field(default_factory=dict)  # node -> crawler ids
+    # a push or removal that got no answer: its node may run the crawler, under its old lease
+    # or the one sent
+    unsure: set[int] = field(default_factory=set)
 
 
 def _schedule(crawler: Tracked | None) -> dict[str, Any] | None:
@@ -91,18 +94,26 @@ class Reconciler:
         self._failed: list[Event] = []  # this pass: crawler.failed, emitted as it is recorded
 
     def reconcile_once(self, targets: dict[int, NodeTarget]) -> None:
-        """One pass: plan, push the plan, record what the nodes acknowledged."""
+        """One pass: plan, push the plan, record what the nodes acknowledged. A pass that
+        fails part way leaves the memory ahead of SQL (dirty crawlers taken, states settled),
+        so the next one reads everything again."""
         self._targets = targets
-        plan, taken = self.plan()
-        outcome = self._execute(plan) if self._leading() else Outcome()
-        rows, placed, unplaced = self._settle(outcome)
-        with self._sessions.begin() as session:
-            write(session, rows)
-            save_assignments(session, placed, unplaced)
-            changes.taken(session, taken)
-            self._alerts.emit(session, self._failed)
-            self._fence(session)
-        self._failed = []
+        try:
+            plan, taken = self.plan()
+            outcome = self._execute(plan) if self._leading() else Outcome()
+            rows, placed, unplaced = self._settle(outcome)
+            with self._sessions.begin() as session:
+                write(session, rows)
+                save_assignments(session, placed, unplaced)
+                changes.taken(session, taken)
+                self._alerts.emit(session, self._failed)
+                self._fence(session)
+        except Exception:
+            with self._memory.lock:
+                self._memory.loaded = False
+            raise
+        finally:
+            self._failed = []
 
     def plan(self) -> tuple[Plan, list[int]]:
         """Take crawler changes and decide what to push and remove; the plan, and the ids of
@@ -288,14 +299,22 @@ class Reconciler:
             except (NodeUnreachable, NodeRejected) as error:
                 self._figures.count("removals.failed", len(ids))
                 log.info("remove failed node=%s crawlers=%s error=%s", target.id, len(ids), error)
+                if isinstance(error, NodeUnreachable):
+                    outcome.unsure.update(ids)
 
         def push(target: NodeTarget) -> None:
-            specs = plan.pushes[target.id]
+            # a budgeted crawler maybe still running where its removal got no answer starts
+            # nowhere else until its lease there has lapsed (Reconciler._settle_one)
+            specs = [s for s in plan.pushes[target.id] if not self._held(s.crawler_id, outcome)]
+            if not specs:
+                return
             try:
                 results = self._client.push_many(target, specs)
             except (NodeUnreachable, NodeRejected) as error:
                 self._figures.count("pushes.failed", len(specs))
                 log.info("push failed node=%s crawlers=%s error=%s", target.id, len(specs), error)
+                if isinstance(error, NodeUnreachable):
+                    outcome.unsure.update(spec.crawler_id for spec in specs)
                 return
             for crawler_id, result in results.items():
                 if "status" in result:
@@ -310,6 +329,13 @@ class Reconciler:
         if self._leading():
             in_parallel([targets[n] for n in plan.pushes if n in targets], push)
         return outcome
+
+    def _held(self, crawler_id: int, outcome: Outcome) -> bool:
+        """Whether a budgeted crawler's removal got no answer this pass."""
+        if crawler_id not in outcome.unsure:
+            return False
+        crawler = self._memory.crawlers.get(crawler_id)
+        return crawler is not None and crawler.user_id in self._budget
 
     # -- record ----------------------------------------------------------------------------
 
@@ -358,6 +384,8 @@ class Reconciler:
         node_id = self._placement.get(crawler.id)
         places = view.places(crawler.id)
         running = node_id is not None and places.get(node_id) == crawler.digest
+        if crawler.id in outcome.unsure:
+            leases.hold_unanswered(crawler, self._budget, self._memory.lease_after, self._clock())
         if crawler.id in outcome.acked:
             leases.confirm(crawler, outcome.acked[crawler.id][1])
         elif not places and crawler.lost_until is None:  # a lost node's count is unsure

@@ -19,6 +19,8 @@ from blackwidow.monitor.poller import NodeReport
 from blackwidow.monitor.tracked import Tracked, write
 
 RATE_SMOOTHING = 0.5  # weight of the newest rate sample
+# what a poll's statuses change in a crawler, put back when its transaction fails
+POLLED = ("failing", "last_error", "items_delivered", "items_collected", "lost_until", "rate")
 
 
 class StatusIntake:
@@ -26,6 +28,8 @@ class StatusIntake:
         self._memory = memory
         self._watch = watch
         self._samples: dict[int, tuple[int, float]] = {}  # crawler -> (count, at)
+        # the crawlers this poll changed, as they were, until its transaction commits
+        self._before: dict[int, tuple[Tracked, tuple[Any, ...]]] = {}
 
     def record(
         self,
@@ -37,6 +41,7 @@ class StatusIntake:
         """What the nodes said of this shard's crawlers, written for those that changed. False
         when nothing could be taken: a new leader's crawlers are not read yet, so the nodes'
         cursors must not move past these statuses (they are asked for again)."""
+        self._before = {}
         if not self._memory.loaded:
             return False
         answered = [
@@ -82,6 +87,7 @@ class StatusIntake:
             crawler_id = status.get("crawler_id")
             crawler = self._memory.crawlers.get(crawler_id) if isinstance(crawler_id, int) else None
             if crawler is not None:
+                self._keep(crawler)
                 before = crawler.items_delivered
                 deliveries.record(session, runs, crawler, status, origin)
                 if crawler.items_delivered != before:
@@ -99,6 +105,7 @@ class StatusIntake:
         """Apply one subscriber status, as heard from a node, to the crawler; the columns
         that changed."""
         origin, status = heard
+        self._keep(crawler)
         before = (crawler.last_error, crawler.items_delivered, crawler.items_collected)
         if crawler.failing != bool(status.get("failing")):
             crawler.failing = not crawler.failing
@@ -122,6 +129,19 @@ class StatusIntake:
             "items_collected": crawler.items_collected,
             "rate": crawler.rate,
         }
+
+    def _keep(self, crawler: Tracked) -> None:
+        self._before.setdefault(crawler.id, (crawler, tuple(getattr(crawler, a) for a in POLLED)))
+
+    def rolled_back(self) -> None:
+        """The poll's transaction failed: its crawlers are put back as they were, so the same
+        statuses, asked for again (the cursors did not move), are counted and written again
+        rather than found already in memory (or their deliveries counted twice)."""
+        with self._memory.lock:
+            for crawler, before in self._before.values():
+                for name, value in zip(POLLED, before, strict=True):
+                    setattr(crawler, name, value)
+        self._before = {}
 
     def _sample(self, crawler: Tracked, count: int, now: float) -> None:
         previous = self._samples.get(crawler.id)

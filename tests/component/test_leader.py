@@ -219,3 +219,35 @@ def test_hubs_adding_the_shard_locks_at_once_wait_rather_than_deadlock(hub_app, 
         finally:
             first.close()
             loop.stop()
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_hub_removing_another_s_stale_presence_never_waits_on_it(sessions):
+    """Hub b, renewing late, removed a's stale row and is about to renew its own; a, meanwhile,
+    finds b's row stale. a waits only for its own row, so b's renewal goes through."""
+    with sessions.begin() as session:
+        for holder in ("host:2:b", "host:1:z"):  # b's row is found first, as it sorts first
+            leader.fair_share(session, holder, utcnow(), TTL, 2)
+    late = sessions()  # hub b's renewal, in flight
+    late.begin()
+    late.execute(text("SET LOCAL lock_timeout = '3s'"))
+    late.execute(delete(MonitorLock).where(MonitorLock.name == leader.presence_name("host:1:z")))
+    errors: list[BaseException] = []
+
+    def share_of_a() -> None:
+        try:
+            with sessions.begin() as session:  # a, whose clock finds b's row stale
+                leader.fair_share(session, "host:1:z", utcnow() + timedelta(seconds=TTL), TTL, 2)
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    a = threading.Thread(target=share_of_a)
+    a.start()
+    try:
+        wait_until(lambda: waiting_on_a_lock(sessions), what="a to wait for its own row")
+        leader.fair_share(late, "host:2:b", utcnow(), TTL, 2)  # raises if a holds b's row
+        late.commit()
+    finally:
+        late.close()
+        a.join(timeout=30)
+    assert errors == []

@@ -7,20 +7,23 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from blackwidow.alerts.outbox import Outbox
 from blackwidow.models import Crawler, Node, utcnow
 from blackwidow.monitor import leader
 from blackwidow.monitor.intake import Intake
 from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.node_client import NodeTarget
+from blackwidow.monitor.node_client import NodeClient, NodeTarget
+from blackwidow.monitor.reconcile import Reconciler
+from blackwidow.monitor.routing import Router
 from blackwidow.node_protocol import Cursor, Renewal, Shard
 from tests.component.conftest import bearer
-from tests.component.test_poll_deleted_crawler import liveness, status
+from tests.component.test_poll_deleted_crawler import BrokenFlush, liveness, status
 
 
 class ChangeLogNode:
@@ -49,6 +52,11 @@ class ChangeLogNode:
 def collected(sessions: sessionmaker[Session], crawler_id: int) -> int:
     with sessions() as session:
         return session.get(Crawler, crawler_id).items_collected
+
+
+def delivered(sessions: sessionmaker[Session], crawler_id: int) -> int:
+    with sessions() as session:
+        return session.get(Crawler, crawler_id).items_delivered
 
 
 @pytest.fixture
@@ -104,3 +112,54 @@ def test_a_leader_whose_lock_was_taken_over_records_no_statuses(sessions, crawle
     assert collected(sessions, crawler_id) == 18
     with sessions.begin() as session:
         successor(session)  # the new holder's transactions go through
+
+
+def test_statuses_whose_write_failed_are_written_once_when_heard_again(sessions, crawler_id):
+    """A cut from the database, a lost lock: the memory must not keep what SQL did not."""
+    memory = ShardMemory()
+    with sessions.begin() as session:
+        Intake(memory, Shard()).take(session, time.time())
+    node = ChangeLogNode()
+    node.count(crawler_id, 12)
+    with pytest.raises(RuntimeError):
+        liveness(
+            sessions, node, memory, BrokenFlush(Outbox(cluster_hook=False), 60.0, 100)
+        ).poll_once()
+    liveness(sessions, node, memory).poll_once()
+    assert (collected(sessions, crawler_id), delivered(sessions, crawler_id)) == (12, 12)
+
+
+def test_what_a_failed_pass_settled_is_recorded_by_the_next(client, sessions, make_user) -> None:
+    token = make_user("ana")["token"]
+    window = {"cron": "0 0 1 1 *", "for": 60}  # new year's first minute, UTC
+    body = {"name": "c", "source": "rss", "query": {"feeds": ["https://f.example/"]}}
+    created = client.post(
+        "/api/v1/crawlers", json={**body, "schedule": window}, headers=bearer(token)
+    )
+    crawler_id = created.json["id"]
+    lost, wall = [False], [datetime(2026, 12, 31, 23, 59, tzinfo=UTC).timestamp()]
+
+    def fence(session: Session) -> None:
+        if lost[0]:
+            raise leader.LeadLost("cut off")
+
+    reconciler = Reconciler(
+        sessions,
+        NodeClient("cluster-secret", timeout=0.5),
+        ShardMemory(),
+        Router("modulo"),
+        30.0,
+        Shard(),
+        wall=lambda: wall[0],
+        fence=fence,
+        alerts=Outbox(cluster_hook=False),
+    )
+    reconciler.reconcile_once({})  # before its window: scheduled
+    wall[0] += 70  # the window opens: pending, with no node to take it
+    lost[0] = True
+    with pytest.raises(leader.LeadLost):
+        reconciler.reconcile_once({})
+    lost[0] = False
+    reconciler.reconcile_once({})
+    with sessions() as session:
+        assert session.get(Crawler, crawler_id).state == "pending"

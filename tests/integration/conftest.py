@@ -58,8 +58,9 @@ class Cluster:
         self._started: list[processes.Running] = []  # all of them, whatever tests reassign
         self.feeds = self._start("feeds", "blackwidow.demo.feed_server", "--port", "0")
 
-    def _start(self, name: str, *args: str) -> processes.Running:
-        return self.adopt(processes.start(name, args, self.env, self.workdir))
+    def _start(self, name: str, *args: str, **env: str) -> processes.Running:
+        """`python -m <args>` as process `name`, with `env` added to the cluster's."""
+        return self.adopt(processes.start(name, args, {**self.env, **env}, self.workdir))
 
     def adopt(self, process: processes.Running) -> processes.Running:
         """A process started elsewhere that stop() must stop too."""
@@ -124,8 +125,7 @@ class Cluster:
         args = ["spawn", "--hub", hub_url or self.hub_url, "--port", str(port)]
         if advertise_url:
             args += ["--advertise-url", advertise_url]
-        started = processes.start(name, ("blackwidow", *args), {**self.env, **env}, self.workdir)
-        node = self.adopt(started)
+        node = self._start(name, "blackwidow", *args, **env)
         self.nodes.append(node)
         return node
 

@@ -27,8 +27,10 @@ class Postgres(Service):
     name = "postgres"
     stop_signal = signal.SIGINT  # "fast" shutdown: do not wait for clients to disconnect
 
-    def __init__(self, run_dir: Path, port: int = 15432, host: str = LOOPBACK) -> None:
-        super().__init__(run_dir, port, host)
+    def __init__(
+        self, run_dir: Path, port: int = 15432, host: str = LOOPBACK, namespace: str | None = None
+    ) -> None:
+        super().__init__(run_dir, port, host, namespace)
         self.data_dir = run_dir / "data"
         if os.geteuid() == 0:
             self.user = "postgres"  # postgres refuses to run as root
@@ -46,7 +48,7 @@ class Postgres(Service):
         options = ["--auth=trust", "--no-sync", "--no-instructions", "--no-locale", "-E", "UTF8"]
         with open(self.log_path, "ab") as log:
             done = subprocess.run(
-                [*initdb, *options],
+                self.wrap([*initdb, *options]),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=self.run_dir,
@@ -54,6 +56,9 @@ class Postgres(Service):
             )
         if done.returncode != 0:
             raise ServiceError(f"initdb failed with status {done.returncode}: see {self.log_path}")
+        if self.namespace is not None:  # its clients are the other hosts on its bridge
+            with open(self.data_dir / "pg_hba.conf", "a") as hba:
+                hba.write("host all all samenet trust\n")
 
     def command(self) -> list[str]:
         settings = {

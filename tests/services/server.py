@@ -39,10 +39,13 @@ class Service:
     ready_timeout = 30.0  # how long a fresh start may take to answer
     user: str | None = None  # system user to run as, when the server refuses to run as root
 
-    def __init__(self, run_dir: Path, port: int, host: str = LOOPBACK) -> None:
+    def __init__(
+        self, run_dir: Path, port: int, host: str = LOOPBACK, namespace: str | None = None
+    ) -> None:
         self.run_dir = run_dir
         self.port = port
         self.host = host
+        self.namespace = namespace  # a network namespace to run in (`ip netns`), as root
         self.log_path = run_dir / f"{self.name}.log"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -53,10 +56,18 @@ class Service:
         raise NotImplementedError
 
     def run_as(self) -> dict[str, Any]:
-        """subprocess arguments that drop to `user`, when one is set."""
-        if self.user is None:
+        """subprocess arguments that drop to `user`, when one is set; in a namespace, `wrap`
+        drops instead, since only root may enter one."""
+        if self.user is None or self.namespace is not None:
             return {}
         return {"user": self.user, "group": self.user, "extra_groups": []}
+
+    def wrap(self, command: list[str]) -> list[str]:
+        """`command` run in the service's network namespace, as `user`, when one is set."""
+        if self.namespace is None:
+            return command
+        drop = ["setpriv", f"--reuid={self.user}", f"--regid={self.user}", "--clear-groups"]
+        return ["ip", "netns", "exec", self.namespace, *(drop if self.user else []), *command]
 
     def prepare(self) -> None:
         """Write config and data files before a start; nothing by default."""
@@ -69,7 +80,7 @@ class Service:
         self.prepare()
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                self.command(),
+                self.wrap(self.command()),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

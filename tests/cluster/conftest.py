@@ -1,0 +1,98 @@
+"""Cluster-tier fixtures: simulated hosts (network namespaces on one bridge), PostgreSQL on a
+host of its own, and per test two hubs leading two monitor shards, three nodes and a feed
+server, each on its own host, started as the integration tier starts its processes.
+
+PostgreSQL is an instance of the tier's own on the `pg` host, not the suite's loopback one, so
+that a cut to it is a real packet filter on its address. The nodes share one SQLite store
+file: namespaces share the file system, so the store is shared as a store server would be,
+at no start-up cost, but never partitioned; the faults are between hubs, nodes, feeds and
+PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cluster.hosts import POSTGRES_PORT, HostCluster, fresh_database
+from tests.cluster.network import Network, NetworkError
+from tests.cluster.totals import TOTALS
+from tests.services.postgres import Postgres
+
+HOSTS = ("pg", "hub1", "hub2", "node1", "node2", "node3", "feeds")
+
+
+@pytest.fixture(scope="package")
+def network() -> Iterator[Network]:
+    """The simulated hosts, made once for the tier and removed at its end."""
+    try:
+        made = Network(HOSTS)
+    except NetworkError as error:
+        missing = str(error)
+    else:
+        missing = ""
+    if missing:  # a failure, never a skip: a tier that cannot run must not pass
+        pytest.fail(f"the cluster tier cannot make its simulated hosts: {missing}", pytrace=False)
+    try:
+        yield made
+    finally:
+        made.remove()
+
+
+@pytest.fixture(scope="package")
+def cluster_postgres(network: Network) -> Iterator[str]:
+    """A PostgreSQL server on the `pg` host, for the whole tier: its server URL."""
+    run_dir = Path(tempfile.mkdtemp(prefix="blackwidow-cluster-pg-"))
+    run_dir.chmod(0o755)  # postgres runs as its own user
+    pg = network["pg"]
+    server = Postgres(run_dir / "postgres", POSTGRES_PORT, pg.address, pg.namespace)
+    try:
+        server.start()
+        server.wait_ready(60)
+        yield server.url
+    finally:
+        server.stop()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster(
+    network: Network, cluster_postgres: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., HostCluster]]:
+    """A factory: cluster(delay=None, **env) starts the feed server, two hubs on a fresh
+    database and three nodes (two registering with the first hub, one with the second), and
+    waits for them. Every process is stopped, and every fault healed, at the end, also on
+    failure. `delay` slows every link by a relay, `env` adds to the processes' environment."""
+    started: list[HostCluster] = []
+
+    def _start(delay: float | None = None, **env: str) -> HostCluster:
+        database_url = fresh_database(cluster_postgres, request.node.name)
+        running = HostCluster(tmp_path, network, database_url, delay, env)
+        started.append(running)
+        running.start_hub()
+        second = running.add_hub()
+        for hub in (running.hub, running.hub, second):
+            assert hub is not None
+            running.add_host_node(hub)
+        running.wait_for_nodes(3)
+        return running
+
+    try:
+        yield _start
+    finally:
+        network.heal()
+        for running in started:
+            running.stop()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Every scenario's totals line, after the run."""
+    if TOTALS:
+        terminalreporter.section("cluster totals")
+        for line in TOTALS:
+            terminalreporter.write_line(line)
