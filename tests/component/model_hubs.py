@@ -91,7 +91,6 @@ class ModelHub:
         now, asked_at = self._clock.utc(), self._clock()
         with self.sessions.begin() as session:
             share = leader.fair_share(session, self.holder, now, self._ttl, len(self._shards))
-            leader.ensure(session, [leader.lock_name(shard) for shard in self._shards])
             for shard in self._shards:
                 name, held = leader.lock_name(shard), shard in self.led
                 if not held and len(self.led) >= share:
