@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench services
+.PHONY: demo test lint bench services model-check
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	python3 -m venv $(VENV)
@@ -24,3 +24,8 @@ services:
 
 test: lint services
 	tests/run-suite $(BIN)/pytest
+
+# the model-based test of the monitor over many more histories than the suite's 30
+model-check: $(STAMP)
+	BLACKWIDOW_MODEL_HISTORIES=$${BLACKWIDOW_MODEL_HISTORIES:-500} \
+		$(BIN)/pytest tests/component/test_monitor_model.py -q -p no:logging

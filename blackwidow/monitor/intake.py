@@ -66,7 +66,7 @@ class Intake:
         pending = [row for row in changes.pending(session) if self._shard.owns(row[2])]
         crawlers = load(session, self._shard)
         limits = user_limits(session)
-        self.recorded = recorded_assignments(session)
+        self.recorded = recorded_assignments(session, self._shard)
         self.secrets = credentials.secrets_for(session, list(crawlers.values()))
         with memory.lock:
             for crawler_id, crawler in crawlers.items():

@@ -64,6 +64,62 @@ def lease_after(settings: Settings) -> float:
     return lock_ttl(settings)
 
 
+def shard_halves(
+    shard: Shard,
+    lead: tuple[str, int],  # the holder, and the epoch it leads the shard in
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    memory: ShardMemory,
+    leading: Callable[[], bool],
+    figures: MonitorFigures,
+    alerts: Emitter,
+    clock: Callable[[], float] = time.monotonic,
+    wall: Callable[[], float] = time.time,
+) -> tuple[Liveness, Reconciler]:
+    """A led shard's poll and reconcile halves over its memory. The clocks are passed in, so
+    a test drives the same halves cycle by cycle in time of its own."""
+    client = NodeClient(
+        settings.cluster_secret,
+        timeout=max(1.0, settings.poll_interval),
+        networks=settings.node_networks,
+        shard=shard,
+    )
+    holder, client.epoch = lead
+    fence = functools.partial(
+        leader.fence, name=leader.lock_name(shard), holder=holder, epoch=client.epoch
+    )
+    judge = shard.index == 0  # one shard's leader judges nodes for the whole cluster
+    detector = PhiAccrualDetector(phi_settings(settings), started_at=clock())
+    liveness = Liveness(
+        sessions,
+        client,
+        detector if judge else None,
+        memory,
+        clock=clock,
+        probe_dead_for=2 * settings.detach_after,
+        leading=leading,
+        fence=fence,
+        watch=PollAlerts(alerts, settings.source_failing_after, settings.node_holding_items),
+        dead_node_retention=settings.dead_node_retention,
+        figures=figures,
+    )
+    reconciler = Reconciler(
+        sessions,
+        client,
+        memory,
+        Router(settings.routing),
+        lease_horizon=3 * settings.poll_interval,
+        shard=shard,
+        leading=leading,
+        fence=fence,
+        clock=clock,
+        wall=wall,
+        figures=figures,
+        alerts=alerts,
+    )
+    return liveness, reconciler
+
+
 class Leadership:
     """One shard this process leads: its memory, its poll and reconcile halves, and the
     reconcile thread. Valid while the lock was renewed within its time to live."""
@@ -87,42 +143,8 @@ class Leadership:
         self._interval = settings.poll_interval
         self._record = record
         self.memory = ShardMemory(lease_after(settings))
-        client = NodeClient(
-            settings.cluster_secret,
-            timeout=max(1.0, settings.poll_interval),
-            networks=settings.node_networks,
-            shard=shard,
-        )
-        holder, client.epoch = lead
-        fence = functools.partial(
-            leader.fence, name=leader.lock_name(shard), holder=holder, epoch=client.epoch
-        )
-        judge = shard.index == 0  # one shard's leader judges nodes for the whole cluster
-        detector = PhiAccrualDetector(phi_settings(settings), started_at=time.monotonic())
-        self.liveness = Liveness(
-            sessions,
-            client,
-            detector if judge else None,
-            self.memory,
-            clock=time.monotonic,
-            probe_dead_for=2 * settings.detach_after,
-            leading=self.valid,
-            fence=fence,
-            watch=PollAlerts(alerts, settings.source_failing_after, settings.node_holding_items),
-            dead_node_retention=settings.dead_node_retention,
-            figures=figures,
-        )
-        self.reconciler = Reconciler(
-            sessions,
-            client,
-            self.memory,
-            Router(settings.routing),
-            lease_horizon=3 * settings.poll_interval,
-            shard=shard,
-            leading=self.valid,
-            fence=fence,
-            figures=figures,
-            alerts=alerts,
+        self.liveness, self.reconciler = shard_halves(
+            shard, lead, sessions, settings, self.memory, self.valid, figures, alerts
         )
         self._threads = [
             threading.Thread(target=self._poll, name=f"poll-{shard}", daemon=True),

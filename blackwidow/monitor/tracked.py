@@ -174,6 +174,12 @@ def save_assignments(
         session.execute(insert(Assignment), rows)
 
 
-def recorded_assignments(session: Session) -> dict[int, int]:
-    """crawler id -> node id as recorded: read once, when a leader starts."""
-    return dict(session.execute(select(Assignment.crawler_id, Assignment.node_id)).all())
+def recorded_assignments(session: Session, shard: Shard) -> dict[int, int]:
+    """crawler id -> node id as recorded, for the shard's crawlers: read once, when a leader
+    starts. Another shard's crawler would look deleted here, and lose its row."""
+    rows = session.execute(
+        select(Assignment.crawler_id, Assignment.node_id, Crawler.uuid).join(
+            Crawler, Crawler.id == Assignment.crawler_id
+        )
+    )
+    return {row.crawler_id: row.node_id for row in rows if shard.owns(row.uuid)}
