@@ -80,7 +80,7 @@ def plan_leases(
     """
     if horizon < 0 or min_grant < 0:
         raise ValueError(f"horizon and min_grant must be >= 0, got {horizon!r}, {min_grant!r}")
-    free = user_limit - sum(_held(c) for c in crawlers)
+    free = max(user_limit - sum(_held(c) for c in crawlers), 0)
     plan: dict[int, int] = {}
     wants: dict[int, int] = {}
     for crawler in crawlers:
@@ -90,10 +90,17 @@ def plan_leases(
             plan[crawler.crawler_id] = shrunk
         elif crawler.running and _headroom(crawler) < need:
             wants[crawler.crawler_id] = need - _headroom(crawler)
-    if sum(wants.values()) + wanted_elsewhere > max(free, 0):
+    idle = {c.crawler_id for c in crawlers if _idle(c, horizon)}
+    busy = {c: want for c, want in wants.items() if c not in idle}
+    if sum(busy.values()) + wanted_elsewhere > free:
         _reclaim_idle(crawlers, plan, wants, horizon)
+    # idle crawlers get only what busy ones leave: an idle crawler's own want never takes
+    # back its lease, to grant it again the next cycle
+    spare = max(free - sum(busy.values()) - wanted_elsewhere, 0)
+    idle_wants = {c: want for c, want in wants.items() if c in idle}
     held = {c.crawler_id: _held(c) for c in crawlers}
-    for crawler_id, grant in _split(max(free, 0), wants, wanted_elsewhere).items():
+    grants = {**_split(free, busy, wanted_elsewhere), **_split(spare, idle_wants)}
+    for crawler_id, grant in grants.items():
         if grant > 0:
             plan[crawler_id] = held[crawler_id] + grant
     return plan
@@ -138,10 +145,15 @@ def _reclaim_idle(
     asks again next cycle; should it store something meanwhile, its rate earns it a share.
     """
     for crawler in crawlers:
-        idle = crawler.running and crawler.rate * horizon < 1 and crawler.crawler_id not in plan
+        idle = _idle(crawler, horizon) and crawler.crawler_id not in plan
         if idle and _headroom(crawler) > 0 and crawler.count < crawler.lease:
             plan[crawler.crawler_id] = crawler.count
             wants.pop(crawler.crawler_id, None)
+
+
+def _idle(crawler: LeaseView, horizon: float) -> bool:
+    """Running, but expecting less than one item over the horizon."""
+    return crawler.running and crawler.rate * horizon < 1
 
 
 def _split(free: int, wants: dict[int, int], withheld: int = 0) -> dict[int, int]:

@@ -34,12 +34,6 @@ def test_a_crawler_created_before_any_node_runs_once_one_registers(where: Where)
     state.teardown()  # settles, checks the invariants, closes
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="quota.plan_leases flips a lone idle crawler's lease between its count and the "
-    "budget every cycle: _reclaim_idle takes back its last item for its own want",
-)
 def test_a_budgeted_crawler_that_stored_all_its_feed_holds_a_steady_lease(where: Where) -> None:
     """Budget 4, one crawler whose feed has 3 items: once it stored them its lease went
     4, 3, 4, 3... one cycle after another, a push and a ledger write each time, never quiet."""

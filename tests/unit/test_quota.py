@@ -278,3 +278,16 @@ def test_two_shards_use_a_whole_budget(crawlers):
         if exhausted(limit, count.values()):
             break
     assert sum(count.values()) == limit
+
+
+def test_a_lone_idle_crawler_s_lease_holds_steady() -> None:
+    """Budget 4, one crawler that stored 3 and expects nothing more: it keeps its last item's
+    lease, rather than giving it back for its own want and being granted it again."""
+    granted = plan_leases(4, [LeaseView(1, 3, 3, 0.0, None, True)], 6.0, 10)
+    assert granted == {1: 4}
+    assert plan_leases(4, [LeaseView(1, 3, 4, 0.0, None, True)], 6.0, 10) == {}
+
+
+def test_an_idle_crawler_gets_only_what_busy_ones_leave() -> None:
+    busy, idle = LeaseView(1, 0, 0, 5.0, None, True), LeaseView(2, 0, 0, 0.0, None, True)
+    assert plan_leases(12, [busy, idle], 2.0, 10) == {1: 10, 2: 2}
