@@ -17,8 +17,14 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import db
+from blackwidow.alerts.outbox import Outbox
 from blackwidow.app import create_app
 from blackwidow.demo.feed_server import FeedServer
+from blackwidow.monitor.memory import ShardMemory
+from blackwidow.monitor.node_client import NodeClient
+from blackwidow.monitor.reconcile import Reconciler
+from blackwidow.monitor.routing import Router
+from blackwidow.node_protocol import Shard
 from blackwidow.settings import Settings
 from tests.component.scratch_databases import ScratchDatabases
 
@@ -139,3 +145,20 @@ def feeds() -> Iterator[FeedServer]:
     server.start()
     yield server
     server.stop()
+
+
+def make_reconciler(
+    sessions: sessionmaker[Session], memory: ShardMemory, routing: str = "modulo", **options: Any
+) -> Reconciler:
+    """The monitor's reconcile half of one unsharded leader on a test's database; `options`
+    as Reconciler takes them (a wall clock, a fence)."""
+    return Reconciler(
+        sessions,
+        NodeClient("cluster-secret", timeout=0.5),
+        memory,
+        Router(routing),
+        30.0,
+        Shard(),
+        alerts=Outbox(cluster_hook=False),
+        **options,
+    )

@@ -18,11 +18,9 @@ from blackwidow.models import Crawler, Node, utcnow
 from blackwidow.monitor import leader
 from blackwidow.monitor.intake import Intake
 from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.node_client import NodeClient, NodeTarget
-from blackwidow.monitor.reconcile import Reconciler
-from blackwidow.monitor.routing import Router
+from blackwidow.monitor.node_client import NodeTarget
 from blackwidow.node_protocol import Cursor, Renewal, Shard
-from tests.component.conftest import bearer
+from tests.component.conftest import bearer, make_reconciler
 from tests.component.test_poll_deleted_crawler import BrokenFlush, liveness, status
 
 
@@ -143,17 +141,7 @@ def test_what_a_failed_pass_settled_is_recorded_by_the_next(client, sessions, ma
         if lost[0]:
             raise leader.LeadLost("cut off")
 
-    reconciler = Reconciler(
-        sessions,
-        NodeClient("cluster-secret", timeout=0.5),
-        ShardMemory(),
-        Router("modulo"),
-        30.0,
-        Shard(),
-        wall=lambda: wall[0],
-        fence=fence,
-        alerts=Outbox(cluster_hook=False),
-    )
+    reconciler = make_reconciler(sessions, ShardMemory(), wall=lambda: wall[0], fence=fence)
     reconciler.reconcile_once({})  # before its window: scheduled
     wall[0] += 70  # the window opens: pending, with no node to take it
     lost[0] = True

@@ -11,18 +11,14 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from blackwidow.alerts.outbox import Outbox
 from blackwidow.errors import ApiError
 from blackwidow.models import Crawler, Node
 from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.node_client import NodeClient
 from blackwidow.monitor.poller import NodeReport
-from blackwidow.monitor.reconcile import Reconciler
-from blackwidow.monitor.routing import Router
-from blackwidow.node_protocol import Cursor, Shard
+from blackwidow.node_protocol import Cursor
 from sources.credentials import CredentialBook
 from spawn.app import parse_spec
-from tests.component.conftest import bearer
+from tests.component.conftest import bearer, make_reconciler
 
 FEED = "https://example.com/feed.xml"
 WINDOW = {"cron": "0 9 * * *", "for": 3600}  # 09:00 to 10:00 UTC
@@ -128,16 +124,7 @@ def test_a_windowed_crawler_waits_scheduled_until_its_window_opens(
     memory.live = (node_id,)
     memory.view.apply(node_id, NodeReport(Cursor("stream", 1), True, [], []))
     now = [at("2026-01-05T08:00:00")]
-    reconciler = Reconciler(
-        sessions,
-        NodeClient("cluster-secret", timeout=1.0),
-        memory,
-        Router("modulo"),
-        30.0,
-        Shard(),
-        wall=lambda: now[0],
-        alerts=Outbox(cluster_hook=False),
-    )
+    reconciler = make_reconciler(sessions, memory, wall=lambda: now[0])
 
     reconciler.reconcile_once({})  # no node is addressed: nothing is pushed, states recorded
     with sessions() as session:

@@ -11,15 +11,12 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from blackwidow.alerts.outbox import Outbox
 from blackwidow.models import Crawler
 from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.node_client import NodeClient, NodeTarget
+from blackwidow.monitor.node_client import NodeTarget
 from blackwidow.monitor.poller import NodeReport
-from blackwidow.monitor.reconcile import Reconciler
-from blackwidow.monitor.routing import Router
-from blackwidow.node_protocol import Cursor, Shard
-from tests.component.conftest import bearer
+from blackwidow.node_protocol import Cursor
+from tests.component.conftest import bearer, make_reconciler
 
 
 @pytest.fixture
@@ -40,15 +37,7 @@ def test_a_budgeted_crawler_whose_push_got_no_answer_keeps_its_lease_and_waits(
     memory = ShardMemory(lease_after=5.0)
     memory.live, memory.capacity = (1,), {1: 1}
     memory.view.apply(1, NodeReport(Cursor("s", 1), True, [], []))  # it answered: runs nothing
-    reconciler = Reconciler(
-        sessions,
-        NodeClient("cluster-secret", timeout=0.5),
-        memory,
-        Router("modulo"),
-        30.0,
-        Shard(),
-        alerts=Outbox(cluster_hook=False),
-    )
+    reconciler = make_reconciler(sessions, memory)
 
     target = {1: NodeTarget(1, silent_node, 1)}
     reconciler.reconcile_once(target)  # a new leader: it holds what no node reported yet

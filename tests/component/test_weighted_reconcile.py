@@ -9,15 +9,12 @@ from typing import Any
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from blackwidow.alerts.outbox import Outbox
 from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.node_client import NodeClient
 from blackwidow.monitor.poller import NodeLoad, NodeReport
-from blackwidow.monitor.reconcile import Reconciler
 from blackwidow.monitor.reload import Plan
-from blackwidow.monitor.routing import Router, route_weighted
-from blackwidow.node_protocol import Cursor, Shard
-from tests.component.conftest import bearer
+from blackwidow.monitor.routing import route_weighted
+from blackwidow.node_protocol import Cursor
+from tests.component.conftest import bearer, make_reconciler
 
 CAPACITY = {1: 1, 2: 5}
 
@@ -40,16 +37,7 @@ def first_plan(sessions: sessionmaker[Session], running: dict[int, list[int]]) -
         load = NodeLoad(data_sources=len(crawlers))
         memory.view.apply(node_id, NodeReport(Cursor("s", 1), True, statuses, [], load=load))
         memory.data_sources[node_id] = len(crawlers)
-    reconciler = Reconciler(
-        sessions,
-        NodeClient("cluster-secret", timeout=1.0),
-        memory,
-        Router("weighted"),
-        30.0,
-        Shard(),
-        alerts=Outbox(cluster_hook=False),
-    )
-    plan, _taken = reconciler.plan()
+    plan, _taken = make_reconciler(sessions, memory, "weighted").plan()
     return plan
 
 
