@@ -37,7 +37,7 @@ def make_engine(url: str, busy_timeout: float = 15.0, wait_timeout: float = 5.0)
     if backend == "postgresql":
         return create_engine(
             url,
-            connect_args=_postgres_waits(busy_timeout, wait_timeout),
+            connect_args=_postgres_waits(millis, busy_timeout + wait_timeout, wait_timeout),
             pool_pre_ping=True,
             pool_timeout=wait_timeout,
             hide_parameters=True,
@@ -67,12 +67,11 @@ def make_engine(url: str, busy_timeout: float = 15.0, wait_timeout: float = 5.0)
     return engine
 
 
-def _postgres_waits(busy_timeout: float, wait_timeout: float) -> dict[str, Any]:
+def _postgres_waits(lock_millis: int, statement: float, wait_timeout: float) -> dict[str, Any]:
     """libpq's bounds on each wait: connecting; a reply that never comes on a cut network (TCP
     user timeout: sent data unacknowledged); an idle connection whose server vanished
-    (keepalives); and, on the server, a lock wait and a statement as a whole."""
+    (keepalives); and, on the server, a lock wait and a statement as a whole (seconds)."""
     wait = max(1.0, wait_timeout)
-    statement = busy_timeout + wait
     return {
         "connect_timeout": max(2, math.ceil(wait)),
         "tcp_user_timeout": round(wait * 1000),
@@ -81,8 +80,7 @@ def _postgres_waits(busy_timeout: float, wait_timeout: float) -> dict[str, Any]:
         "keepalives_interval": 1,
         "keepalives_count": max(1, math.ceil(wait / 2)),
         "options": (
-            f"-c lock_timeout={max(1, round(busy_timeout * 1000))}"
-            f" -c statement_timeout={round(statement * 1000)}"
+            f"-c lock_timeout={lock_millis} -c statement_timeout={round(statement * 1000)}"
         ),
     }
 

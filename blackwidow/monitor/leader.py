@@ -36,11 +36,11 @@ class LeadLost(Exception):
     """The shard's lock is no longer this holder's at the epoch it leads in."""
 
 
-def ensure(session: Session, names: list[str]) -> None:
-    """Add the lock rows that are missing, in the order given: every process names them in
-    one order, so two adding them at once wait for each other rather than deadlock."""
-    rows = [{"name": name, "epoch": 0} for name in names]
-    session.execute(insert_for(session)(MonitorLock).values(rows).on_conflict_do_nothing())
+def ensure(session: Session, name: str) -> None:
+    """Add the lock's row when it is missing. Every process tries the shards in one order
+    (MonitorLoop), so two adding rows at once wait for each other rather than deadlock."""
+    row = {"name": name, "epoch": 0}
+    session.execute(insert_for(session)(MonitorLock).values(row).on_conflict_do_nothing())
 
 
 def fence(session: Session, name: str, holder: str, epoch: int) -> None:
@@ -72,7 +72,7 @@ def try_lead(
     An unexpired lock is taken only from a holder of this `place` whose process has ended
     (a hub restarted on its machine); never from a live one, nor from another place.
     """
-    ensure(session, [name])
+    ensure(session, name)
     row = session.get(MonitorLock, name)
     gone = (
         row.holder

@@ -206,14 +206,14 @@ def test_hubs_adding_the_shard_locks_at_once_wait_rather_than_deadlock(hub_app, 
             session.execute(delete(MonitorLock))
         first = sessions()  # another hub starting, mid-transaction
         first.begin()
-        leader.ensure(first, names[:1])
+        leader.ensure(first, names[0])
         loop = MonitorLoop(sessions, settings, hub.alerts)
         loop.start()
         try:
             wait_until(lambda: waiting_on_a_lock(sessions), what="the hub to wait for the lock")
             with sessions.begin() as other:  # the other hub goes on to the next lock
                 other.execute(text("SET LOCAL lock_timeout = '3s'"))
-                leader.ensure(other, names[1:])
+                leader.ensure(other, names[1])
             first.commit()
             wait_until(lambda: len(holders_of(sessions, names) - {None}) == 1, what="a leader")
         finally:
