@@ -30,11 +30,11 @@ from pathlib import Path
 from bench import machine
 from bench.export import store_url
 from blackwidow.store import Store, open_store
-from sources.changes import ChangeCounter
 from sources.model import Item, SubscriberSpec
-from sources.seen import SeenSet
-from sources.subscriber import Subscriber
-from spawn.sink import NodeSink
+from spawn.delivery.sink import NodeSink
+from spawn.pool.change_counter import ChangeCounter
+from spawn.pool.seen_set import SeenSet
+from spawn.pool.subscriber import Subscriber
 
 TEXT = "A paragraph of feed text about crawling, routing and storage. " * 5
 

@@ -39,10 +39,10 @@ import requests
 from bench.many_listeners import Answer, ManyListeners, call_app
 from blackwidow.settings import from_env
 from sources.model import Item, SubscriberSpec
-from sources.pool import DataSourcePool
 from spawn import registration, watchdog
 from spawn.app import create_node_app
 from spawn.node import Node
+from spawn.pool.source_pool import DataSourcePool
 
 log = logging.getLogger("bench.simulated_nodes")
 

@@ -96,7 +96,7 @@ class Settings:
     session_secret: str | None = field(default=None, repr=False)
     # mark the session cookie Secure although the hub sees plain http (TLS ends at a proxy)
     session_cookie_secure: bool = False
-    # a node's seen-set (sources.seen): a Bloom filter per crawler in front of the store's
+    # a node's seen-set (spawn.pool.seen_set): a Bloom filter per crawler in front of the store's
     # "stored already?" read; off, every id is read
     seen_set: bool = True
 

@@ -21,7 +21,7 @@ import requests
 from requests.adapters import BaseAdapter, HTTPAdapter
 from urllib3.exceptions import ProtocolError
 
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
 
 DEFAULT_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds, for client calls that set none
 

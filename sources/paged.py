@@ -8,7 +8,7 @@ new), then reads one page per scheduler run, `page_interval` seconds apart, so a
 fetcher while it waits. It ends at the last page, at `page_limit` pages, or at a next link
 back to a page read this walk. The next walk is due at the next tick counted from this
 one's start, as a feed's next poll from its last, so a walk slowed by its host does not push
-the listing's schedule later. A failed page ends the walk with a backoff (sources.polled).
+the listing's schedule later. A failed page ends the walk with a backoff (sources.fetch.polled).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from sources.fetcher import FetchError, FetchResult, GuardedFetcher
+from sources.fetch.fetcher import FetchError, FetchResult, GuardedFetcher
+from sources.fetch.polled import PollState
+from sources.fetch.scheduled_entries import ScheduledEntries
+from sources.fetch.scheduler import FetchScheduler, NextPoll
 from sources.model import Item, SourceSink, SubscriberSpec
-from sources.polled import PollState
 from sources.records import Page, PageError
-from sources.scheduled import ScheduledEntries
-from sources.scheduler import FetchScheduler, NextPoll
 from sources.source_type import SourceContext
 from sources.urls import canonical_url
 
@@ -137,8 +137,9 @@ class PagedSource:
     def _next_due_at(self, began_on: float, now: float) -> float:
         """When the next walk starts, after one that began at `began_on` and read its last
         page at `now`: at the next tick of the subscribers' schedules counted from its start,
-        as a feed's from its poll (sources.scheduled), yet a page interval after that last
-        page at the soonest; or later when the server asks. A failure backs off from `now`."""
+        as a feed's from its poll (sources.fetch.scheduled_entries), yet a page interval after
+        that last page at the soonest; or later when the server asks. A failure backs off from
+        `now`."""
         if self._first.failures:
             return self._first.plan(now, self._entries.wait(now), self._interval)
         due_at = self._first.plan(began_on, self._entries.wait(began_on), self._interval)

@@ -13,10 +13,10 @@ from typing import Any
 from marshmallow import Schema
 
 from sources.credentials import CredentialBook
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
+from sources.fetch.scheduler import FetchScheduler
 from sources.model import DataSource, SubscriberSpec
 from sources.observer import UNOBSERVED, SourceObserver
-from sources.scheduler import FetchScheduler
 
 
 @dataclass(frozen=True)

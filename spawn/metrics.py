@@ -18,8 +18,8 @@ from prometheus_client.registry import Collector
 
 from sources.model import Item
 from sources.observer import FETCH_OUTCOMES
-from sources.pool import DataSourcePool
 from sources.registry import SOURCE_TYPES
+from spawn.pool.source_pool import DataSourcePool
 
 FETCH_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0)
 WRITE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)

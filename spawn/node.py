@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from blackwidow.node_protocol import Cursor, Renewal, Shard
-from sources.pool import DataSourcePool
+from spawn.pool.source_pool import DataSourcePool
 
 log = logging.getLogger(__name__)
 

@@ -11,25 +11,26 @@ from typing import Any
 from blackwidow import serving
 from blackwidow.metrics.exposition import MetricsAccess
 from blackwidow.node_protocol import REPLAY_WINDOW
-from blackwidow.queue import Outbox, open_queue
-from blackwidow.queue.spool import Spool, spool_path
+from blackwidow.queue import open_queue
 from blackwidow.settings import Settings
 from blackwidow.store import Store, StoreUnavailable, open_store
 from sources.credentials import CredentialBook
-from sources.fetcher import GuardedFetcher
-from sources.ledger import NO_LEDGER
-from sources.pool import DataSourcePool
+from sources.fetch.fetcher import GuardedFetcher
+from sources.fetch.scheduler import FetchScheduler
 from sources.registry import opener
-from sources.renewals import Renewals
-from sources.scheduler import FetchScheduler
 from sources.source_type import SourceContext
 from spawn import registration, watchdog
 from spawn.app import create_node_app
-from spawn.ledger import SqliteLedger, ledger_path
+from spawn.delivery.delivery_ledger import SqliteLedger, ledger_path
+from spawn.delivery.queue_outbox import Outbox
+from spawn.delivery.sink import NodeSink
+from spawn.delivery.spool import Spool, spool_path
 from spawn.load import ProcessLoad
 from spawn.metrics import NodeMetrics
 from spawn.node import Node
-from spawn.sink import NodeSink
+from spawn.pool.renewals import Renewals
+from spawn.pool.run_counts import NO_LEDGER
+from spawn.pool.source_pool import DataSourcePool
 
 log = logging.getLogger(__name__)
 

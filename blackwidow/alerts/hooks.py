@@ -8,8 +8,8 @@ from sqlalchemy.orm import Session
 
 from blackwidow.errors import ApiError
 from blackwidow.models import MAX_INTEGER, Webhook
-from sources.fetch_errors import FetchError
-from sources.peer_guard import check_url
+from sources.fetch.errors import FetchError
+from sources.fetch.guard import check_url
 
 MAX_PER_USER = 10  # each event is sent once per webhook: a user's fan-out stays small
 

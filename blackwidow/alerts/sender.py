@@ -1,7 +1,7 @@
 """Webhook POSTs under the fetch rules: the hub must not become a way into private networks.
 
 The URL is checked before each request and the address each connection reaches is checked
-again (sources.peer_guard's rules, BLACKWIDOW_FETCH_ALLOW as for feeds); redirects are not
+again (sources.fetch.guard's rules, BLACKWIDOW_FETCH_ALLOW as for feeds); redirects are not
 followed and the answer's body is not read.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 import requests
 
 from blackwidow.alerts.signing import SIGNATURE_HEADER, signature
-from sources.fetch_errors import FetchError
-from sources.fetcher import USER_AGENT
-from sources.peer_guard import check_url, peer_checked_adapter, peer_refusal
+from sources.fetch.errors import FetchError
+from sources.fetch.fetcher import USER_AGENT
+from sources.fetch.guard import check_url, peer_checked_adapter, peer_refusal
 
 SEND_TIMEOUT = 10.0  # seconds for connecting and for the answer's status line
 

@@ -2,7 +2,7 @@
 
 A crawler whose user's budget is spent is not runnable, and becomes so again on the first
 cycle after the budget is raised: nothing about it is sticky. Nor is one whose crawl window
-is closed, until the window opens (blackwidow.monitor.windows wakes the cycle then).
+is closed, until the window opens (blackwidow.monitor.window_timers wakes the cycle then).
 """
 
 from __future__ import annotations

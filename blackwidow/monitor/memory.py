@@ -10,7 +10,7 @@ import threading
 from blackwidow.monitor.node_client import NodeTarget
 from blackwidow.monitor.tracked import Tracked
 from blackwidow.monitor.view import ClusterView
-from blackwidow.monitor.windows import WindowTimers
+from blackwidow.monitor.window_timers import WindowTimers
 from blackwidow.node_protocol import Cursor, Renewal
 
 

@@ -29,9 +29,9 @@ from blackwidow.node_protocol import (
     Renewal,
     Shard,
 )
-from sources.fetch_errors import FetchError
+from sources.fetch.errors import FetchError
+from sources.fetch.guard import peer_checked_pools
 from sources.model import SubscriberSpec
-from sources.peer_guard import peer_checked_pools
 
 MAX_BATCH = 500  # specs or ids per batch call; a node accepts up to 1,000
 KEPT_CONNECTIONS = 4096  # nodes whose keep-alive connections stay open between cycles

@@ -51,7 +51,7 @@ def lost_lease_until(last_answer_at: float, lease_after: float) -> float:
     """Until when (the hub's clock) a node the hub lost may still store under its leases.
 
     The node stops starting writes `lease_after` after the last answer whose renewal a poll
-    brought it (sources.renewals), and that answer left it before the hub received its
+    brought it (spawn.pool.renewals), and that answer left it before the hub received its
     latest one, at `last_answer_at`. A second `lease_after` covers a write started just
     before the lapse and the two clocks' rates; a write still in flight after that (a store
     timing out slower, a paused process) is the one thing this cannot fence.

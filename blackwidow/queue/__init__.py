@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from blackwidow.queue.base import ItemQueue, QueueError
-from blackwidow.queue.outbox import Outbox
 from blackwidow.queue.redis_stream import (
     RedisStreamQueue,
     entry_fields,
@@ -13,7 +12,6 @@ from blackwidow.queue.redis_stream import (
 
 __all__ = [
     "ItemQueue",
-    "Outbox",
     "QueueError",
     "RedisStreamQueue",
     "entry_fields",

@@ -5,7 +5,7 @@ each on the replicas, never a cross-partition batch) and sent with a bounded num
 Every statement is an idempotent upsert, safe for the driver to retry. An item's id row is
 written first, pending, then its rows, then a confirm that carries the writer's total in the
 same mutation: an item is new when its id is absent or still pending, or is the writer's own
-for a call whose answer was lost (blackwidow.store.writer_ledger), so a write cut off anywhere
+for a call whose answer was lost (blackwidow.store.id_write_memory), so a write cut off anywhere
 is completed by the retry, counted once, and a re-delivery keeps the first fetch time. The
 same reads of items_by_id find the conversations of the batch's parents, so replies join
 their thread's root (blackwidow.store.threads) at no extra round trip."""
@@ -60,8 +60,8 @@ from blackwidow.store.cassandra_rows import (
     utc,
 )
 from blackwidow.store.cassandra_statements import Statements
+from blackwidow.store.id_write_memory import Bucket, IdRow, IdWriteMemory
 from blackwidow.store.windows import EVERYTHING, Page, Window
-from blackwidow.store.writer_ledger import Bucket, IdRow, WriterLedger
 from sources.model import Item
 
 IDS_PER_READ = 100  # ids in one `item_id IN ?` read, conversations in one `conversation_id IN ?`
@@ -120,7 +120,7 @@ class CassandraStore:
 
     It connects on first use, so a node starts while Cassandra is down and every call until
     it answers raises StoreUnavailable. Each instance is one writer in bucket_totals, with a
-    ledger of its own id writes (blackwidow.store.writer_ledger).
+    memory of its own id writes (blackwidow.store.id_write_memory).
     """
 
     reads_before_write = True  # items_by_id says which items are new: a read per write
@@ -131,7 +131,7 @@ class CassandraStore:
         self._cluster: Cluster | None = None
         self._session: Session | None = None
         self._statements: Statements | None = None
-        self._ledger = WriterLedger(uuid.uuid4(), lambda key: (key[0], id_bucket(key[1])))
+        self._id_writes = IdWriteMemory(uuid.uuid4(), lambda key: (key[0], id_bucket(key[1])))
         self._crawler_locks: dict[int, threading.Lock] = defaultdict(threading.Lock)
 
     def _connected(self) -> tuple[Session, Statements]:
@@ -193,10 +193,10 @@ class CassandraStore:
         self, session: Session, st: Statements, items: list[Item], write: _Write
     ) -> list[Item]:
         keys = [threads.key(item) for item in items]
-        unacked = self._ledger.unacked({crawler for crawler, _ in keys})
+        unacked = self._id_writes.unacked({crawler for crawler, _ in keys})
         asked = [key for key in keys if key not in write.unseen]  # the caller vouches for these
         found = self._stored(session, st, {*asked, *threads.parent_keys(items), *unacked})
-        fresh = self._ledger.new_keys(keys, found)
+        fresh = self._id_writes.new_keys(keys, found)
         conversations = {key: row.conversation_id for key, row in found.items()}
         pairs = zip(items, threads.rooted(items, conversations), strict=True)
         added = [
@@ -206,13 +206,13 @@ class CassandraStore:
         ]
         new = [item for _, item in added]
         if new:
-            self._ledger.begin(fresh)
+            self._id_writes.begin(fresh)
             undone = [i for i in new if unfinished(found.get(threads.key(i)))]
             self._run(session, self._pending_rows(st, undone, write.id_ttl))  # first
             self._run(session, self._item_rows(st, new, write.ttl))
             self._move(session, st, threads.re_roots(added), write.id_ttl)
             self._confirm(session, st, new, write.id_ttl)
-        self._ledger.answered(keys)
+        self._id_writes.answered(keys)
         return new
 
     def _stored(
@@ -276,7 +276,7 @@ class CassandraStore:
         finds the first fetch's time and writes the same rows again instead of new ones.
         Ids outlive retention: an item is never stored twice, as SQLite's rows do; with time
         segments they live `id_ttl` (sources.segments.id_ttl), past which no one asks."""
-        writer = self._ledger.writer
+        writer = self._id_writes.writer
         return batches(
             st.insert_pending_id,
             grouped(items, bucket_of_item),
@@ -293,12 +293,12 @@ class CassandraStore:
     def _confirm(self, session: Session, st: Statements, items: list[Item], id_ttl: int) -> None:
         """The commit mark, written last: one batch per bucket confirms its ids with this
         writer's total there, one mutation, carrying the confirms not yet acknowledged
-        (WriterLedger); the batches that were acknowledged are recorded even when one fails."""
-        writer = self._ledger.writer
+        (IdWriteMemory); the batches that were acknowledged are recorded even when one fails."""
+        writer = self._id_writes.writer
         work: Work = []
         carried: list[tuple[Bucket, list[str]]] = []
         for bucket, members in grouped(items, bucket_of_item).items():
-            item_ids, total = self._ledger.confirm(bucket, [item.id for item in members])
+            item_ids, total = self._id_writes.confirm(bucket, [item.id for item in members])
             batch = BatchStatement(batch_type=BatchType.UNLOGGED)
             batch.is_idempotent = True
             for item_id in item_ids:
@@ -312,7 +312,7 @@ class CassandraStore:
         errors = [result for ok, result in results if not ok]
         for (bucket, item_ids), (ok, _) in zip(carried, results, strict=True):
             if ok:
-                self._ledger.acked(bucket, item_ids)
+                self._id_writes.acked(bucket, item_ids)
         if errors:
             raise errors[0]
 

@@ -16,7 +16,7 @@ from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statem
 
 from blackwidow.store import threads
 from blackwidow.store.cassandra_statements import Statements
-from blackwidow.store.writer_ledger import Bucket, IdRow
+from blackwidow.store.id_write_memory import Bucket, IdRow
 from sources.model import Item
 
 BUCKETS = 16  # items_by_id partitions per crawler

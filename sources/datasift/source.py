@@ -17,7 +17,7 @@ from typing import Any
 import requests
 
 from sources import api_session
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink, SubscriberSpec, parse_utc
 from sources.observer import UNOBSERVED, SourceObserver
 from sources.reconnect import ReconnectPolicy, describe_http_error, short_error

@@ -1,9 +1,9 @@
 """RSS/Atom data source: polls a set of feeds through the guarded fetcher and delivers new entries.
 
-Each feed is one entry of the node's fetch scheduler (sources.scheduler), added on start and
+Each feed is one entry of the node's fetch scheduler (sources.fetch.scheduler), added on start and
 withdrawn on stop; the source keeps what it knows of each feed between polls and decides,
-with sources.polled, when it is next due: at the earliest tick of its subscribers' schedules
-(sources.scheduled), or later when the server or a failure asks. Keywords are not its
+with sources.fetch.polled, when it is next due: at the earliest tick of its subscribers' schedules
+(sources.fetch.scheduled_entries), or later when the server or a failure asks. Keywords are not its
 business: each subscriber filters what the shared source delivers. Turning a fetched
 document into items is sources.rss.parse's job.
 """
@@ -21,12 +21,12 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
-from sources.fetcher import FetchError, FetchResult, GuardedFetcher
+from sources.fetch.fetcher import FetchError, FetchResult, GuardedFetcher
+from sources.fetch.polled import PollState
+from sources.fetch.scheduled_entries import ScheduledEntries
+from sources.fetch.scheduler import FetchScheduler, NextPoll
 from sources.model import Item, SourceSink, SubscriberSpec
-from sources.polled import PollState
 from sources.rss.parse import FeedError, parse_feed
-from sources.scheduled import ScheduledEntries
-from sources.scheduler import FetchScheduler, NextPoll
 from sources.url_keys import UrlKeys
 from sources.urls import canonical_url
 

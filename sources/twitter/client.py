@@ -10,7 +10,7 @@ from typing import Any
 import requests
 
 from sources import api_session
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
 from sources.twitter.query import DEFAULT_API_BASE
 
 MAX_LINE = 1024 * 1024  # bytes: a streamed tweet with its expansions is a few kilobytes

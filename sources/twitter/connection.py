@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import requests
 import tweepy
 
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
 from sources.reconnect import ReconnectPolicy, describe_http_error, short_error
 from sources.twitter import client as twitter_client
 

@@ -17,7 +17,7 @@ from typing import Any
 import tweepy
 
 from sources import timetable
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink, SubscriberSpec
 from sources.reconnect import ReconnectPolicy, describe_http_error, short_error
 from sources.threaded import ThreadedSource

@@ -21,7 +21,7 @@ import tweepy
 
 from sources import api_session
 from sources.backoff import doubling_delay
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink, SubscriberSpec
 from sources.observer import UNOBSERVED, SourceObserver
 from sources.reconnect import ReconnectPolicy, short_error

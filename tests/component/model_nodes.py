@@ -15,14 +15,14 @@ from typing import Any
 
 from blackwidow import serving
 from blackwidow.store.sqlite import SqliteStore
-from sources.fetcher import GuardedFetcher
-from sources.pool import DataSourcePool
+from sources.fetch.fetcher import GuardedFetcher
 from sources.registry import opener
-from sources.renewals import Renewals
 from sources.source_type import SourceContext
 from spawn import watchdog
 from spawn.app import create_node_app
 from spawn.node import Node
+from spawn.pool.renewals import Renewals
+from spawn.pool.source_pool import DataSourcePool
 from tests.component.conftest import SECRET
 from tests.support import wait_until
 

@@ -155,7 +155,7 @@ def test_an_id_vouched_new_is_not_read(
 ) -> None:
     """The read a seen-set saves: the store writes a key the caller vouches is new without
     asking items_by_id, so a wrong vouch stores the item again. Only a seen-set holding every
-    id stored for the crawler vouches (sources.seen)."""
+    id stored for the crawler vouches (spawn.pool.seen_set)."""
     store = open_store(cassandra_store_url)
     try:
         one = crawler_ids[0]

@@ -13,10 +13,10 @@ from collections.abc import Iterator
 import pytest
 
 from blackwidow.demo.feed_server import FeedServer
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
+from sources.fetch.scheduler import FetchScheduler, Job, NextPoll
 from sources.model import SubscriberSpec
 from sources.rss.source import RssSource
-from sources.scheduler import FetchScheduler, Job, NextPoll
 from tests.servers.hostile_http import HostileServer
 from tests.support import FakeClock, SinkRecorder, wait_until
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sources.fetcher import FetchError, GuardedFetcher
+from sources.fetch.fetcher import FetchError, GuardedFetcher
 from tests.servers.hostile_http import HostileServer
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost"})

@@ -17,12 +17,12 @@ from blackwidow.app import create_app
 from blackwidow.models import Node as NodeRow
 from blackwidow.monitor.loop import MonitorLoop
 from blackwidow.store.sqlite import SqliteStore
-from sources.fetcher import GuardedFetcher
-from sources.pool import DataSourcePool
+from sources.fetch.fetcher import GuardedFetcher
 from sources.registry import opener
 from sources.source_type import SourceContext
 from spawn.app import create_node_app
 from spawn.node import Node
+from spawn.pool.source_pool import DataSourcePool
 from tests.component.conftest import ADMIN, SECRET, bearer, hub_settings
 from tests.servers.hostile_http import HostileServer
 from tests.support import served, wait_until

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from blackwidow.demo.feed_server import FeedServer
-from blackwidow.node_file import NodeFileInUse
 from blackwidow.store.sqlite import SqliteStore
-from sources.fetcher import GuardedFetcher
-from sources.ledger import RunCounts
-from sources.pool import DataSourcePool
+from sources.fetch.fetcher import GuardedFetcher
 from sources.source_type import SourceContext
-from spawn.ledger import SqliteLedger, ledger_path
+from spawn.delivery.delivery_ledger import SqliteLedger, ledger_path
+from spawn.delivery.node_file import NodeFileInUse
+from spawn.pool.run_counts import RunCounts
+from spawn.pool.source_pool import DataSourcePool
 from tests.component.test_pool import (
     FEED_INTERVAL,
     LOOPBACK,

@@ -19,16 +19,16 @@ from blackwidow.node_protocol import (
     Shard,
 )
 from blackwidow.store.sqlite import SqliteStore
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
 from sources.keys import source_key
 from sources.model import SubscriberSpec
-from sources.pool import DataSourcePool
 from sources.registry import opener
-from sources.renewals import Renewals
 from sources.source_type import SourceContext
 from spawn import watchdog
 from spawn.app import create_node_app
 from spawn.node import Node
+from spawn.pool.renewals import Renewals
+from spawn.pool.source_pool import DataSourcePool
 from tests.support import FakeClock, wait_until
 
 SECRET = "cluster-secret-for-node-tests"

@@ -16,14 +16,14 @@ from flask.testing import FlaskClient
 from blackwidow.node_protocol import GENERATION_HEADER
 from blackwidow.store.sqlite import SqliteStore
 from sources.credentials import CredentialBook
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
 from sources.keys import source_key
-from sources.pool import DataSourcePool
 from sources.registry import opener
 from sources.source_type import SourceContext
 from sources.twitter.query import TwitterQuery
 from spawn.app import create_node_app
 from spawn.node import Node
+from spawn.pool.source_pool import DataSourcePool
 from tests.support import FakeClock, wait_until
 
 SECRET = "cluster-secret-for-node-credential-tests"

@@ -23,13 +23,13 @@ from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient
 from blackwidow.node_protocol import GENERATION_HEADER, SHARD_HEADER
 from blackwidow.store.sqlite import SqliteStore
-from sources.fetcher import GuardedFetcher
-from sources.pool import DataSourcePool
+from sources.fetch.fetcher import GuardedFetcher
 from sources.registry import opener
 from sources.source_type import SourceContext
 from spawn.app import create_node_app
 from spawn.load import ProcessLoad
 from spawn.node import Node
+from spawn.pool.source_pool import DataSourcePool
 from tests.component.conftest import ADMIN, SECRET, bearer, hub_settings
 from tests.component.test_dashboard import sign_in
 

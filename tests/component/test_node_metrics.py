@@ -13,14 +13,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from blackwidow.metrics.exposition import MetricsAccess
 from blackwidow.store.sqlite import SqliteStore
-from sources.fetcher import GuardedFetcher
-from sources.pool import DataSourcePool
+from sources.fetch.fetcher import GuardedFetcher
 from sources.registry import opener
 from sources.source_type import SourceContext
 from spawn.app import create_node_app
+from spawn.delivery.sink import NodeSink
 from spawn.metrics import NodeMetrics
 from spawn.node import Node
-from spawn.sink import NodeSink
+from spawn.pool.source_pool import DataSourcePool
 from tests.servers.hostile_http import HostileServer
 from tests.support import FakeClock, wait_until
 

@@ -11,17 +11,17 @@ from typing import Any
 import pytest
 
 from blackwidow.demo.feed_server import FeedServer
-from sources.changes import ChangeCounter
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
 from sources.model import Item, SubscriberSpec
-from sources.pool import DataSourcePool
 from sources.registry import opener
-from sources.seen import SeenSet
 from sources.source_type import SourceContext
-from sources.subscriber import Subscriber
 from spawn import watchdog
+from spawn.delivery.sink import NodeSink
 from spawn.node import Node
-from spawn.sink import NodeSink
+from spawn.pool.change_counter import ChangeCounter
+from spawn.pool.seen_set import SeenSet
+from spawn.pool.source_pool import DataSourcePool
+from spawn.pool.subscriber import Subscriber
 from tests.component.test_cassandra_faults import (  # noqa: F401
     CONFIRM,
     ID_ROWS,

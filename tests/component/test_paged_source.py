@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from sources import jsonapi, page
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
+from sources.fetch.scheduler import FetchScheduler, NextPoll
 from sources.model import DataSource, SubscriberSpec
 from sources.page.extract import PagePaths, extract_page
 from sources.paged import PagedSource
-from sources.scheduler import FetchScheduler, NextPoll
 from sources.source_type import SourceContext
 from tests.servers.listing_site import ListingSite, Post
 from tests.support import FakeClock, SinkRecorder, wait_until

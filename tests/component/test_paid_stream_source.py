@@ -9,7 +9,7 @@ import pytest
 
 from sources.datasift.query import DatasiftCredential, DatasiftQuery
 from sources.datasift.source import MAX_LINE, PaidStreamSource
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
 from sources.model import SubscriberSpec
 from tests.servers.fake_paid_stream import FakePaidStream
 from tests.support import SinkRecorder, wait_until

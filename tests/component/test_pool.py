@@ -14,13 +14,13 @@ import pytest
 from blackwidow.demo.feed_server import FeedServer
 from blackwidow.node_protocol import Shard
 from blackwidow.store.sqlite import SqliteStore
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
 from sources.keys import source_key
 from sources.model import DataSource, Item, SubscriberSpec
-from sources.pool import DataSourcePool
 from sources.registry import opener
-from sources.renewals import Renewals
 from sources.source_type import SourceContext
+from spawn.pool.renewals import Renewals
+from spawn.pool.source_pool import DataSourcePool
 from tests.support import FakeClock, wait_until
 
 FEED_INTERVAL = 0.1

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from blackwidow.queue import Outbox, QueueError, RedisStreamQueue, item_from_entry, open_queue
+from blackwidow.queue import QueueError, RedisStreamQueue, item_from_entry, open_queue
 from blackwidow.queue.redis_stream import stream_key
-from blackwidow.queue.spool import Spool
 from sources.backoff import doubling_delay
 from sources.model import Item
+from spawn.delivery.queue_outbox import Outbox
+from spawn.delivery.spool import Spool
 from tests.services.redis import Redis as RedisServer
 from tests.support import wait_until
 

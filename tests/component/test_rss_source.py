@@ -9,7 +9,7 @@ import pytest
 from flask import Flask
 
 import sources.rss.source
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
 from sources.model import Item, SubscriberSpec
 from sources.rss.parse import parse_feed
 from sources.rss.source import RssSource

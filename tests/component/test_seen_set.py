@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from blackwidow.store import Store, open_store
-from sources.changes import ChangeCounter
 from sources.model import Item, SubscriberSpec
-from sources.seen import SeenSet
-from sources.subscriber import Subscriber
-from spawn.sink import NodeSink
+from spawn.delivery.sink import NodeSink
+from spawn.pool.change_counter import ChangeCounter
+from spawn.pool.seen_set import SeenSet
+from spawn.pool.subscriber import Subscriber
 from tests.component.test_store_contract import make_item, store_url  # noqa: F401
 
 SETTLE = 60.0

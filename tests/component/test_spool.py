@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import redis
 
-from blackwidow.queue import Outbox, RedisStreamQueue
-from blackwidow.queue.spool import Spool, SpoolInUse, spool_path
+from blackwidow.queue import RedisStreamQueue
 from blackwidow.store.sqlite import SqliteStore
-from spawn.sink import NodeSink, QueueBacklogFull
+from spawn.delivery.queue_outbox import Outbox
+from spawn.delivery.sink import NodeSink, QueueBacklogFull
+from spawn.delivery.spool import Spool, SpoolInUse, spool_path
 from tests.component.test_queue import closed_port, make_item, streamed
 
 CRAWLER = 9101  # streams of this module's own

@@ -17,10 +17,10 @@ import tweepy
 
 from blackwidow.store.sqlite import SqliteStore
 from sources.model import SubscriberSpec
-from sources.pool import DataSourcePool
 from sources.reconnect import RELEASE_RETRY
 from sources.registry import opener
 from sources.source_type import SourceContext
+from spawn.pool.source_pool import DataSourcePool
 from tests.component.x_stream import (
     FETCHER,
     RATE_LIMIT_WAIT,

@@ -13,12 +13,12 @@ import pytest
 import tweepy
 
 from blackwidow.store.sqlite import SqliteStore
-from sources.pool import DataSourcePool
 from sources.registry import opener
 from sources.source_type import SourceContext
 from sources.twitter.client import MAX_LINE
 from sources.twitter.search import TwitterSearchSource
 from sources.twitter.stream import TwitterStreamSource
+from spawn.pool.source_pool import DataSourcePool
 from tests.component.x_stream import (
     FETCHER,
     RATE_LIMIT_WAIT,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
 from sources.model import SubscriberSpec
 from sources.twitter.query import TwitterCredential, TwitterQuery
 from sources.twitter.stream import RECHECK_AFTER, TwitterStreamSource

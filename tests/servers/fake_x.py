@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 import requests
 
 from sources import api_session
-from sources.fetcher import GuardedFetcher
+from sources.fetch.fetcher import GuardedFetcher
 from tests.servers.streaming import OpenStream, Reply, StreamHandler, StreamingFake
 
 X_HOST = "https://api.twitter.com"

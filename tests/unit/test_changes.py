@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sources.changes import ChangeCounter, Removal
+from spawn.pool.change_counter import ChangeCounter, Removal
 
 
 @dataclass

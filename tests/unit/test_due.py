@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sources.due import (
+from sources.fetch.due import (
     MAX_LIFETIME,
     after_failure,
     after_success,
@@ -14,7 +14,7 @@ from sources.due import (
     lifetime,
     retry_after,
 )
-from sources.scheduler import jittered
+from sources.fetch.scheduler import jittered
 
 NOW_AT = datetime(2024, 1, 1, 12, 0, 0, tzinfo=UTC)
 DATE = "Mon, 01 Jan 2024 12:00:00 GMT"

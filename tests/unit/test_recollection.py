@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sources.recollection import SegmentTimers
+from spawn.pool.recollection import SegmentTimers
 
 AT = datetime(2026, 11, 25, 14, 30, tzinfo=UTC)
 

@@ -7,7 +7,7 @@ import pytest
 
 from blackwidow.monitor.quota import lost_lease_until
 from blackwidow.node_protocol import ProtocolError, Renewal, Shard
-from sources.renewals import Renewals, in_force
+from spawn.pool.renewals import Renewals, in_force
 from tests.support import FakeClock
 
 LEASE_AFTER = 5.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sources.schedule import Schedule
+from sources.fetch.fetch_order import Schedule
 
 LOW, NORMAL, HIGH = 1, 2, 4
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sources.seen import MIN_CAPACITY, SeenSet
+from spawn.pool.seen_set import MIN_CAPACITY, SeenSet
 
 S1, S2, S3 = "@2026-11-25T13:00:00Z", "@2026-11-25T14:00:00Z", "@2026-11-25T15:00:00Z"
 

@@ -3,7 +3,7 @@
 A feed (sources.rss) or the first page of a paged listing (sources.paged) is one entry of the
 node's fetch scheduler. Its state here is what every such entry needs: the validators for a
 conditional GET, the last answer and success, the error streak, and the due time computed
-from them with sources.due. No I/O: the data sources fetch and call these.
+from them with sources.fetch.due. No I/O: the data sources fetch and call these.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sources import due
-from sources.fetch_errors import HttpStatusError
+from sources.fetch import due
+from sources.fetch.errors import HttpStatusError
 from sources.model import utc_text
 
 _ASKS_TO_WAIT = (429, 503)  # statuses whose Retry-After is honoured
@@ -88,7 +88,7 @@ class PollState:
 
     def plan(self, now: float, wait: float, interval: float, *lifetimes: float | None) -> float:
         """Set when it is next due after a poll that ended at `now`: `wait` on (the next tick
-        of its schedules, sources.scheduled), or later if the server (or the document,
+        of its schedules, sources.fetch.scheduled_entries), or later if the server (or the document,
         `lifetimes`) says its content lasts longer. While failing, a backoff from the shorter
         of `wait` and the node's `interval`: a failed daily poll is retried within the day."""
         self.polled_on = now

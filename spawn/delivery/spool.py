@@ -3,7 +3,7 @@
 A node killed while Redis is down would otherwise lose the entries of items it had stored:
 the items stay in the store, but downstream never hears of them. One file per node process
 (`spool_path`), locked while open, so two nodes on one machine never share entries
-(blackwidow.node_file).
+(spawn.delivery.node_file).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from blackwidow.node_file import NodeFile, NodeFileInUse, node_file_path
 from blackwidow.queue.redis_stream import entry_fields, item_from_entry
 from sources.model import Item
+from spawn.delivery.node_file import NodeFile, NodeFileInUse, node_file_path
 
 # `stored` is 0 for an entry written before the store was asked (the store's answer decides
 # whether it is kept), 1 for an item the store took as new: it waits only for the queue.

@@ -2,10 +2,10 @@
 
 A data source starts with its first subscriber and stops with its last, so every crawler
 asking for the same thing on a node shares one fetch or one connection. What changed since a
-poll's cursor is told by change numbers (sources.changes), so a poll costs what changed. A
+poll's cursor is told by change numbers (spawn.pool.change_counter), so a poll costs what changed. A
 stopped data source's final deliveries are reported until a poll acknowledges them, so what
 a provider billed is counted even when the hub could not poll in time (a node cut off); each
-delivered batch's counts go to a delivery ledger (sources.ledger), so that a killed node's
+delivered batch's counts go to a delivery ledger (spawn.pool.run_counts), so that a killed node's
 successor at its address can report them too.
 """
 
@@ -17,17 +17,17 @@ from collections.abc import Callable, Collection, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from sources.changes import ChangeCounter, Changes, gone_after
-from sources.departed import Departures
 from sources.keys import source_key
-from sources.ledger import NO_LEDGER, DeliveryLedger, RunCounts
 from sources.model import DataSource, ReportsFeeds, SubscriberSpec
 from sources.observer import UNOBSERVED, SourceObserver
-from sources.recollection import SegmentTimers
-from sources.renewals import Renewals
-from sources.seen import SeenSet
-from sources.shared_source import PoolSink, SharedSource, described
-from sources.subscriber import BUFFER_ITEMS, ItemSink, Subscriber, WaitingSubscribers
+from spawn.pool.change_counter import ChangeCounter, Changes, gone_after
+from spawn.pool.departures import Departures
+from spawn.pool.recollection import SegmentTimers
+from spawn.pool.renewals import Renewals
+from spawn.pool.run_counts import NO_LEDGER, DeliveryLedger, RunCounts
+from spawn.pool.seen_set import SeenSet
+from spawn.pool.shared_source import PoolSink, SharedSource, described
+from spawn.pool.subscriber import BUFFER_ITEMS, ItemSink, Subscriber, WaitingSubscribers
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class DataSourcePool:
         seen_after: float | None = None,
         now_at: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        # a subscriber's seen-set is trusted this long after it attaches (sources.seen);
+        # a subscriber's seen-set is trusted this long after it attaches (spawn.pool.seen_set);
         # None: no seen-set, every id is asked of the store
         self._seen_after = seen_after
         self.observer = observer  # told of every batch its data sources deliver
@@ -120,7 +120,7 @@ class DataSourcePool:
 
     def recollect_due(self) -> None:
         """Offer each subscriber whose next time segment has begun its data source's current
-        items again (sources.recollection), to be collected as the new segment's versions.
+        items again (spawn.pool.recollection), to be collected as the new segment's versions.
         A subscriber whose store is failing with a full buffer is asked again next time."""
         now_at = self._now_at()
         with self._lock:

@@ -1,7 +1,7 @@
 """The node's fetch scheduler: one bounded pool of fetcher threads for every polled data source.
 
 Data sources add their periodic fetches (one entry per feed) with a job to run when due; the
-schedule (sources.schedule) decides which due entry runs next, fairly and politely. Threads
+schedule (sources.fetch.fetch_order) decides which due entry runs next, fairly and politely. Threads
 stay `fetchers` + 1 whatever the number of entries: the fetchers wait on a condition until
 there is work, one timer thread sleeps until the next due time or the end of a host's gap
 (or an earlier one comes), and nothing wakes in between. Threads rather than asyncio: the
@@ -27,7 +27,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sources.schedule import Entry, Schedule
+from sources.fetch.fetch_order import Entry, Schedule
 
 log = logging.getLogger(__name__)
 

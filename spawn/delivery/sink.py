@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
-from blackwidow.queue.outbox import Outbox
 from blackwidow.store import Store, StoreUnavailable
 from sources.model import Item
+from spawn.delivery.queue_outbox import Outbox
 from spawn.metrics import NodeMetrics
 
 _T = TypeVar("_T")

@@ -6,7 +6,7 @@ call per batch, never per item) and forgets a stopped run once a poll has applie
 counts; a node restarted at the same address loads what is left as stopped runs
 (`DataSourcePool.restore_departed`) and reports them, and the hub, which keeps the highest
 count per run, adds only what it had not heard. The durable one lives on the node
-(spawn.ledger); `NO_LEDGER` keeps nothing, for a pool no successor will replay.
+(spawn.delivery.delivery_ledger); `NO_LEDGER` keeps nothing, for a pool no successor will replay.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from sources import timetable
+from sources.fetch.scheduler import FetchScheduler, Job
 from sources.model import DEFAULT_PRIORITY, PRIORITIES, SubscriberSpec
-from sources.scheduler import FetchScheduler, Job
 
 # A source's way to re-plan its waiting entries when its subscribers' schedules change:
 # (key, new due time) for each entry that moves.
@@ -103,7 +103,7 @@ class ScheduledEntries:
         return self._schedules.next_poll_at(polled_at) - polled_at
 
     def cpu_bound(self) -> AbstractContextManager[Any]:
-        """Hold this around parsing (see sources.scheduler)."""
+        """Hold this around parsing (see sources.fetch.scheduler)."""
         running = self._running
         return running.cpu_bound() if running is not None else contextlib.nullcontext()
 

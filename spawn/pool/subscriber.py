@@ -2,17 +2,17 @@
 
 It filters by its own keywords and stores at most up to its ceiling — the lower of the
 crawler's item limit and the user-budget lease — so limits hold exactly, item by item. A
-lease counts only while the hub's polls renew it (sources.renewals): a node cut off from the
+lease counts only while the hub's polls renew it (spawn.pool.renewals): a node cut off from the
 hub holds its items instead of storing under a budget the hub may have handed elsewhere.
 
 With time segments (sources.segments), each item it takes is the version of the segment it is
-taken in; with a seen-set (sources.seen), the ids it knows are new skip the store's read.
+taken in; with a seen-set (spawn.pool.seen_set), the ids it knows are new skip the store's read.
 
 When the store (or the queue behind it) does not answer, it keeps what it was given in a
 bounded buffer and retries with backoff; once the buffer is full, `offer` blocks, so the data
 source stops taking items (backpressure) and nothing it handed over is dropped.
 
-Each change to its status is numbered by the pool's change counter (sources.changes), so a
+Each change to its status is numbered by the pool's change counter (spawn.pool.change_counter), so a
 poll of the node reports only the subscribers that changed since the last one.
 """
 
@@ -29,11 +29,11 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from sources.backoff import doubling_delay
-from sources.changes import ChangeCounter
 from sources.filters import keyword_matcher, matches
 from sources.model import Item, SubscriberSpec
-from sources.seen import SeenSet
 from sources.segments import id_ttl, versioned
+from spawn.pool.change_counter import ChangeCounter
+from spawn.pool.seen_set import SeenSet
 
 log = logging.getLogger(__name__)
 

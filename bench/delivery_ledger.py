@@ -7,7 +7,7 @@ transaction (the source's row and each subscriber's). Measured in one run, on on
 that keeps nothing (the delivery path alone, the ledger's worst ratio) and for the SQLite
 store (what a node on the embedded defaults pays per batch anyway).
 
-    .venv/bin/python -m bench.ledger [--batches N] [--items N]
+    .venv/bin/python -m bench.delivery_ledger [--batches N] [--items N]
 
 The ledger alone (one record of four rows) is timed too, without a pool.
 """
@@ -24,11 +24,11 @@ from pathlib import Path
 from bench.ingest import make_items
 from bench.simulated_nodes import IdleSource, NullSink
 from blackwidow.store.sqlite import SqliteStore
-from sources.ledger import NO_LEDGER, DeliveryLedger, RunCounts
 from sources.model import Item, SourceSink, SubscriberSpec
-from sources.pool import DataSourcePool
-from sources.subscriber import ItemSink
-from spawn.ledger import SqliteLedger
+from spawn.delivery.delivery_ledger import SqliteLedger
+from spawn.pool.run_counts import NO_LEDGER, DeliveryLedger, RunCounts
+from spawn.pool.source_pool import DataSourcePool
+from spawn.pool.subscriber import ItemSink
 
 SUBSCRIBERS = 3
 

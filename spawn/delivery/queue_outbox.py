@@ -16,9 +16,9 @@ from itertools import groupby
 from typing import Any
 
 from blackwidow.queue.base import ItemQueue, QueueError, require_crawler_ids
-from blackwidow.queue.spool import Entry, Spool
 from sources.backoff import doubling_delay
 from sources.model import Item
+from spawn.delivery.spool import Entry, Spool
 
 BATCH = 500  # waiting entries sent per round trip while catching up
 

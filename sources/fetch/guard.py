@@ -14,7 +14,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from sources.fetch_errors import FetchError
+from sources.fetch.errors import FetchError
 
 _SCHEMES = {"http": 80, "https": 443}
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")

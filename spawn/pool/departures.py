@@ -6,7 +6,7 @@ a provider billed must still reach the user's figure, and what a crawler was han
 once the hub polls again. Both are counted at the same delivery and kept at the same stop, so
 the two figures agree. Entries are numbered by the pool's change counter, and forgotten once
 a poll's cursor is past them; the runs forgotten are collected for the pool to tell its
-delivery ledger (sources.ledger), outside its lock.
+delivery ledger (spawn.pool.run_counts), outside its lock.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sources.changes import ChangeCounter
-from sources.ledger import RunCounts
-from sources.shared_source import SharedSource, described, subscriber_counts
-from sources.subscriber import Subscriber
+from spawn.pool.change_counter import ChangeCounter
+from spawn.pool.run_counts import RunCounts
+from spawn.pool.shared_source import SharedSource, described, subscriber_counts
+from spawn.pool.subscriber import Subscriber
 
 KEPT_DEPARTED = 10_000  # stopped runs of each kind whose final counts wait for a poll
 

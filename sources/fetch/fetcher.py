@@ -16,15 +16,15 @@ from urllib.parse import urljoin
 import urllib3
 from requests.adapters import HTTPAdapter
 
-from sources.fetch_errors import FetchError, HttpStatusError
-from sources.observer import UNOBSERVED, SourceObserver
-from sources.peer_guard import (
+from sources.fetch.errors import FetchError, HttpStatusError
+from sources.fetch.guard import (
     check_url,
     normal_host,
     peer_checked_adapter,
     peer_checked_pools,
     peer_refusal,
 )
+from sources.observer import UNOBSERVED, SourceObserver
 
 USER_AGENT = "blackwidow/0.1"
 _CHUNK = 64 * 1024

@@ -37,7 +37,7 @@ class IdRow:
     pending: bool
 
 
-class WriterLedger:
+class IdWriteMemory:
     """One store instance's ledger; thread-safe. Calls for one crawler must not overlap (the
     store holds a lock per crawler), calls for different crawlers may."""
 

@@ -1,6 +1,6 @@
 """A data source as the pool shares it among subscribers, and the sink it delivers through.
 
-The pool (sources.pool) keeps one SharedSource per source key; the data source gets a
+The pool (spawn.pool.source_pool) keeps one SharedSource per source key; the data source gets a
 PoolSink, which fans its items and errors out to the subscribers, keeps the counts a
 provider bills by, and writes each delivered batch's counts to the pool's delivery ledger.
 """
@@ -13,11 +13,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sources.changes import ChangeCounter
-from sources.ledger import DeliveryLedger, RunCounts
 from sources.model import DataSource, Item
 from sources.observer import SourceObserver
-from sources.subscriber import Subscriber
+from spawn.pool.change_counter import ChangeCounter
+from spawn.pool.run_counts import DeliveryLedger, RunCounts
+from spawn.pool.subscriber import Subscriber
 
 
 class Fanout(Protocol):
@@ -45,7 +45,7 @@ class SharedSource:
     error: str | None = None  # the source's own trouble, shown on every subscriber
     failing: bool = False  # the source gets nothing at all
     crawler_errors: dict[int, str] = field(default_factory=dict)  # one subscriber's trouble
-    stamp: int = 0  # the number of its latest change (sources.changes)
+    stamp: int = 0  # the number of its latest change (spawn.pool.change_counter)
 
     def error_for(self, crawler_id: int) -> str | None:
         return self.error or self.crawler_errors.get(crawler_id)

@@ -1,7 +1,8 @@
 """When a polled resource is next due: interval, the server's own lifetimes, and failure backoff.
 
-Pure: every function takes the response headers and the time it needs. The scheduler
-(sources.scheduler) applies jitter; the data sources (sources.rss.source) keep the per-feed state.
+Pure: every function takes the response headers and the time it needs. The
+scheduler (sources.fetch.scheduler) applies jitter; the data sources (sources.rss.source)
+keep the per-feed state.
 """
 
 from __future__ import annotations

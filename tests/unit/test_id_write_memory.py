@@ -1,4 +1,5 @@
-"""The writer ledger: which items are new to a retry, and the totals its confirms carry."""
+"""A Cassandra writer's memory of its id writes: which items are new to a retry, and the
+totals its confirms carry."""
 
 from __future__ import annotations
 
@@ -6,15 +7,15 @@ import uuid
 
 import pytest
 
-from blackwidow.store.writer_ledger import IdRow, WriterLedger
+from blackwidow.store.id_write_memory import IdRow, IdWriteMemory
 
 ME, THEM = uuid.UUID(int=1), uuid.UUID(int=2)
 KEY = (7, "a")
 BUCKET = (7, 0)
 
 
-def ledger(kept: int = 100) -> WriterLedger:
-    return WriterLedger(ME, lambda key: (key[0], 0), kept=kept)
+def ledger(kept: int = 100) -> IdWriteMemory:
+    return IdWriteMemory(ME, lambda key: (key[0], 0), kept=kept)
 
 
 def row(writer: uuid.UUID | None, pending: bool = False) -> IdRow:

@@ -1,7 +1,7 @@
 """The node's delivery ledger: each run's latest counts in a SQLite file named by its address.
 
 A node killed between two polls loses what its runs delivered since the last poll the hub
-applied; a node restarted at the same host and port finds the file (blackwidow.node_file),
+applied; a node restarted at the same host and port finds the file (spawn.delivery.node_file),
 reports what it holds as stopped runs, and the hub adds only what it had not heard. One row
 per run, overwritten by each delivered batch and deleted once a poll applied the stopped
 run's final counts.
@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from blackwidow.node_file import NodeFile, node_file_path
-from sources.ledger import RunCounts
+from spawn.delivery.node_file import NodeFile, node_file_path
+from spawn.pool.run_counts import RunCounts
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -34,7 +34,7 @@ def ledger_path(directory: str, host: str, port: int, pid: int) -> Path:
 
 
 class SqliteLedger:
-    """A sources.ledger.DeliveryLedger that outlives the process, not the machine: a power
+    """A spawn.pool.run_counts.DeliveryLedger that outlives the process, not the machine: a power
     loss may take the last commits (synchronous=NORMAL)."""
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
