@@ -11,10 +11,8 @@ states); SQL is read and written in bulk, and never while the memory's lock is h
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -25,29 +23,17 @@ from blackwidow.alerts.events import Emitter, Event
 from blackwidow.metrics.figures import MonitorFigures
 from blackwidow.monitor import leases
 from blackwidow.monitor.desired import facts, spec
+from blackwidow.monitor.execute import Outcome, execute
 from blackwidow.monitor.intake import Intake
 from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.node_client import NodeClient, NodeRejected, NodeTarget, NodeUnreachable
+from blackwidow.monitor.node_client import NodeClient, NodeTarget
 from blackwidow.monitor.placement import Placement
-from blackwidow.monitor.poller import in_parallel
 from blackwidow.monitor.quota import ShardBudget
 from blackwidow.monitor.reload import Plan, plan_reload
 from blackwidow.monitor.routing import Router
 from blackwidow.monitor.states import runnable, state_of
 from blackwidow.monitor.tracked import Tracked, elsewhere, save_assignments, write
 from blackwidow.node_protocol import Shard
-
-log = logging.getLogger(__name__)
-
-
-@dataclass
-class Outcome:
-    acked: dict[int, tuple[int, dict]] = field(default_factory=dict)  # crawler -> (node, status)
-    rejected: dict[int, str] = field(default_factory=dict)  # crawler -> reason
-    removed: dict[int, list[int]] = field(default_factory=dict)  # node -> crawler ids
-    # a push or removal that got no answer: its node may run the crawler, under its old lease
-    # or the one sent
-    unsure: set[int] = field(default_factory=set)
 
 
 def _schedule(crawler: Tracked | None) -> dict[str, Any] | None:
@@ -88,7 +74,6 @@ class Reconciler:
         # routed again at every pass that has a node able to take it
         self._waiting: set[int] = set()
         self._intake = Intake(memory, shard)
-        self._targets: dict[int, NodeTarget] = {}
         self._budget: dict[int, ShardBudget] = {}  # this pass: user id -> its budget here
         self._first_take = True
         self._alerts = alerts
@@ -98,10 +83,13 @@ class Reconciler:
         """One pass: plan, push the plan, record what the nodes acknowledged. A pass that
         fails part way leaves the memory ahead of SQL (dirty crawlers taken, states settled),
         so the next one reads everything again."""
-        self._targets = targets
         try:
             plan, taken = self.plan()
-            outcome = self._execute(plan) if self._leading() else Outcome()
+            outcome = Outcome()
+            if self._leading():
+                outcome = execute(
+                    plan, targets, self._client, self._figures, self._leading, self._budgeted
+                )
             rows, placed, unplaced = self._settle(outcome)
             with self._sessions.begin() as session:
                 write(session, rows)
@@ -239,6 +227,10 @@ class Reconciler:
                 self._placement.put(crawler_id, crawlers[crawler_id].uuid, node_id)
                 self._waiting.discard(crawler_id)
 
+    def _budgeted(self, crawler_id: int) -> bool:
+        crawler = self._memory.crawlers.get(crawler_id)
+        return crawler is not None and crawler.user_id in self._budget
+
     def _owned_of(self, crawler_ids: set[int]) -> dict[int, list[Tracked]]:
         """The crawlers of every user with a budget who owns one of these."""
         crawlers, limits = self._memory.crawlers, self._memory.limits
@@ -282,61 +274,6 @@ class Reconciler:
             if (node_id := self._placement.get(c)) is not None and crawlers[c].spec is not None
         }
         return plan_reload(dirty, desired, view.places, view.answered)
-
-    # -- act -------------------------------------------------------------------------------
-
-    def _execute(self, plan: Plan) -> Outcome:
-        """Removals on every node first (in parallel), then pushes: a moved crawler never
-        runs on two nodes past this pass."""
-        outcome = Outcome()
-        targets = self._targets
-
-        def remove(target: NodeTarget) -> None:
-            ids = plan.removals[target.id]
-            try:
-                self._client.remove_many(target, ids)
-                outcome.removed[target.id] = ids
-                self._figures.count("removals.ok", len(ids))
-            except (NodeUnreachable, NodeRejected) as error:
-                self._figures.count("removals.failed", len(ids))
-                log.info("remove failed node=%s crawlers=%s error=%s", target.id, len(ids), error)
-                if isinstance(error, NodeUnreachable):
-                    outcome.unsure.update(ids)
-
-        def push(target: NodeTarget) -> None:
-            # a budgeted crawler maybe still running where its removal got no answer starts
-            # nowhere else until its lease there has lapsed (Reconciler._settle_one)
-            specs = [s for s in plan.pushes[target.id] if not self._held(s.crawler_id, outcome)]
-            if not specs:
-                return
-            try:
-                results = self._client.push_many(target, specs)
-            except (NodeUnreachable, NodeRejected) as error:
-                self._figures.count("pushes.failed", len(specs))
-                log.info("push failed node=%s crawlers=%s error=%s", target.id, len(specs), error)
-                if isinstance(error, NodeUnreachable):
-                    outcome.unsure.update(spec.crawler_id for spec in specs)
-                return
-            for crawler_id, result in results.items():
-                if "status" in result:
-                    outcome.acked[crawler_id] = (target.id, result["status"])
-                else:
-                    outcome.rejected[crawler_id] = str(result["error"]["message"])
-            rejected = sum(1 for result in results.values() if "status" not in result)
-            self._figures.count("pushes.ok", len(results) - rejected)
-            self._figures.count("pushes.rejected", rejected)
-
-        in_parallel([targets[n] for n in plan.removals if n in targets], remove)
-        if self._leading():
-            in_parallel([targets[n] for n in plan.pushes if n in targets], push)
-        return outcome
-
-    def _held(self, crawler_id: int, outcome: Outcome) -> bool:
-        """Whether a budgeted crawler's removal got no answer this pass."""
-        if crawler_id not in outcome.unsure:
-            return False
-        crawler = self._memory.crawlers.get(crawler_id)
-        return crawler is not None and crawler.user_id in self._budget
 
     # -- record ----------------------------------------------------------------------------
 
