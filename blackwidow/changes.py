@@ -1,6 +1,7 @@
 """Crawler changes: every write that changes what a crawler runs with records it here.
 
-The monitor reads these rows instead of every crawler each cycle (README step 3). A writer
+The monitor reads these rows instead of every crawler each cycle (docs/architecture.md "How a
+crawler runs", step 3). A writer
 records the change in its own transaction, so the monitor never sees a change before it is
 committed, and never misses one that is.
 """

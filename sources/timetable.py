@@ -1,7 +1,7 @@
 """A crawler's schedule as instants: its next tick, its crawl window, and the next poll of a
 data source its subscribers share. Pure; every instant is epoch seconds (UTC), passed in.
 
-Three forms (README "Schedules"): `{"every": s}` ticks every `s` seconds; `{"cron": expr,
+Three forms (docs/sources.md "Schedules"): `{"every": s}` ticks every `s` seconds; `{"cron": expr,
 "timezone": name}` ticks at each cron time, read on the wall clock of `timezone` (UTC when
 absent), so "0 9 * * *" in Europe/Paris is 09:00 in Paris summer and winter alike; and
 `{"cron": expr, "for": s}` is a window, open from each cron time for `s` seconds, in which

@@ -38,7 +38,8 @@ log = logging.getLogger(__name__)
 def run_node(
     settings: Settings, hub_url: str, host: str, port: int, advertise_url: str | None
 ) -> None:
-    """Serve a node until it is told to stop (README steps 2, 4, 5 and 7)."""
+    """Serve a node until it is told to stop (docs/architecture.md "How a crawler runs", steps
+    2, 4, 5 and 7)."""
     store = open_store(settings.store_url)
     outbox = _open_outbox(settings, host, port)
     metrics = NodeMetrics()

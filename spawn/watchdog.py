@@ -15,7 +15,7 @@ CHECK_EVERY = 5  # ticks between looks at the timers, which walk every subscribe
 
 
 def check(node: Node, orphan_after: float, detach_after: float) -> None:
-    """One look at the timers (node step 7 in the README)."""
+    """One look at the timers (docs/architecture.md "How a crawler runs", step 7)."""
     if not node.registered.is_set():
         return
     if node.silent_for() > detach_after:

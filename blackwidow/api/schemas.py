@@ -43,7 +43,7 @@ _recollect = fields.Integer(
 _SCHEDULE_HELP = (
     '{"every": seconds} | {"cron": "*/15 * * * *", "timezone"?: "Europe/Paris"} | '
     '{"cron": ..., "timezone"?: ..., "for": seconds}, a window the crawler runs in; '
-    "null: polled at the node's interval, always running (README: Schedules)"
+    "null: polled at the node's interval, always running (docs/sources.md: Schedules)"
 )
 _schedule = fields.Raw(allow_none=True, metadata={"description": _SCHEDULE_HELP})
 _PRIORITY_HELP = (
@@ -127,7 +127,7 @@ class UsageOut(Schema):
 class CrawlerCreate(Schema):
     name = _name
     source = fields.String(required=True, validate=validate.OneOf(sorted(SOURCE_TYPES)))
-    query = fields.Dict(required=True, metadata={"description": "per source; see the README"})
+    query = fields.Dict(required=True, metadata={"description": "per source; see docs/sources.md"})
     item_limit = _limit
     retention_days = _retention
     recollect_after = _recollect

@@ -105,8 +105,8 @@ def _setup(hub: str, admin_token: str, feeds: str) -> tuple[str, int]:
 
 def _welcome(hub: str, admin_token: str, user_token: str, crawler_id: int) -> list[str]:
     """How to look: the dashboard's sign-in link carries the admin token in its fragment,
-    which browsers never send, and the page wipes it from the address bar (README:
-    Dashboard); the analysts' command tails a crawler (README: Analysts)."""
+    which browsers never send, and the page wipes it from the address bar (docs/dashboard.md:
+    Signing in); the analysts' command tails a crawler (docs/cli.md)."""
     command = sys.argv[0] if Path(sys.argv[0]).name == "blackwidow" else "blackwidow"
     return [
         f"dashboard  {hub}/signin#token={admin_token}",

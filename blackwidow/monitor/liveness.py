@@ -1,5 +1,6 @@
-"""The poll half of a monitor cycle (README step 3): poll every node, record what changed,
-judge the silent nodes. Runs on its own schedule, so placement work never delays a poll.
+"""The poll half of a monitor cycle (docs/architecture.md "How a crawler runs", step 3): poll
+every node, record what changed, judge the silent nodes. Runs on its own schedule, so
+placement work never delays a poll.
 
 Only the leader of shard 0 judges nodes (the failure detector, dead nodes' generations);
 every shard's leader polls every node for its own crawlers and records their statuses.

@@ -1,5 +1,6 @@
-"""The reconcile half of a monitor cycle (README step 3): take crawler changes, route, lease,
-push the difference in batches, record. Costs what changed, not what exists.
+"""The reconcile half of a monitor cycle (docs/architecture.md "How a crawler runs", step 3):
+take crawler changes, route, lease, push the difference in batches, record. Costs what
+changed, not what exists.
 
 It looks only at `dirty` crawlers: changed by an analyst, reported differently by a node,
 on a node that came or went, holding a lease that moves, or not yet where they should be.

@@ -3,7 +3,7 @@ or closes, earliest first. Pure: time (epoch seconds) is passed in.
 
 A cycle pops only the boundaries that have come, so windows cost a cycle what changed, not
 what exists. The heap is rebuilt from the crawlers read when leading starts, and each
-crawler change re-plans that crawler (README step 3).
+crawler change re-plans that crawler (docs/architecture.md "How a crawler runs", step 3).
 """
 
 from __future__ import annotations

@@ -185,7 +185,7 @@ class CassandraStore:
     def _crawler_lock(self, crawler_id: int) -> threading.Lock:
         """Check-then-write is atomic per crawler within this process; across nodes, a crawler
         runs on one node at a time (the hub's routing) but for the overlap of a move, the one
-        race left to two writers (README, "Stores")."""
+        race left to two writers (docs/stores.md, "Exact under lost replies and crashes")."""
         with self._lock:
             return self._crawler_locks[crawler_id]
 

@@ -1,9 +1,9 @@
 """The paid stream ("datasift"): a metered JSON-lines stream, one connection per distinct query.
 
 The provider bills every item it delivers, so every crawler asking the same query of the
-same credential shares this one connection. Wire format (see the README): `GET endpoint` with
-the query in `query_param` and the secret in `auth_header`; the answer streams one JSON object
-per line, an empty line being a keep-alive.
+same credential shares this one connection. Wire format (docs/sources.md "Paid stream"):
+`GET endpoint` with the query in `query_param` and the secret in `auth_header`; the answer
+streams one JSON object per line, an empty line being a keep-alive.
 """
 
 from __future__ import annotations

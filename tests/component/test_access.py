@@ -128,7 +128,7 @@ ACCESS: dict[tuple[str, str], Rule] = {
 SCOPED_BY = {Access.OWNER: "crawler_id", Access.SELF: "user_id"}
 
 
-# The only API routes that need no token (README): a new public one is a decision to make here.
+# The only API routes that need no token (docs/api.md): a new public one is a decision to make.
 PUBLIC_API = {
     ("GET", "/api/v1/health"),
     ("GET", "/api/v1/openapi.json"),

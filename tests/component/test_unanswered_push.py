@@ -1,6 +1,6 @@
 """A push that gets no answer, on a real database: its node may have taken the crawler and the
 lease sent, so a budgeted crawler keeps that lease counted and is pushed nowhere until the
-lease would have lapsed, as a lost node's crawlers are (README: Cost control)."""
+lease would have lapsed, as a lost node's crawlers are (docs/architecture.md: Exact limits)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Crawlers that no node could take while none was live run as soon as one is: created before
 any node registered, on the only node killed and restarted at its address, and on every node
-killed with a new one registering elsewhere (README: How a crawler runs, step 3)."""
+killed with a new one registering elsewhere (docs/architecture.md "How a crawler runs",
+step 3)."""
 
 from __future__ import annotations
 
