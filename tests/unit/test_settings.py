@@ -34,6 +34,12 @@ def test_unrelated_variables_are_ignored():
     assert from_env({"HOME": "/root", "BLACKWIDOW_UNKNOWN": "x"}) == Settings()
 
 
+def test_a_given_mapping_is_the_whole_environment(monkeypatch):
+    monkeypatch.setenv("BLACKWIDOW_POLL_INTERVAL", "9")
+    assert from_env({}) == Settings()
+    assert from_env().poll_interval == 9.0  # os.environ, unless a mapping is given
+
+
 @pytest.mark.parametrize(
     ("name", "raw", "attribute", "expected"),
     [
@@ -155,8 +161,102 @@ def test_bad_values_name_their_variable(name, raw):
     with pytest.raises(SettingsError) as caught:
         from_env({name: raw})
     assert caught.value.name == name
+    assert list(caught.value.problems) == [name]  # that one, and only that one
     assert str(caught.value).startswith(f"{name}: ")
     assert isinstance(caught.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "problem"),
+    [
+        ("BLACKWIDOW_POLL_INTERVAL", "soon", "Not a valid number."),
+        ("BLACKWIDOW_POLL_INTERVAL", "0", "Must be greater than 0."),
+        ("BLACKWIDOW_HOST_GAP", "-0.5", "Must be greater than or equal to 0."),
+        ("BLACKWIDOW_PHI_DEAD", "1000", "Must be greater than 0 and less than 1000."),
+        (
+            "BLACKWIDOW_PHI_DEAD",
+            "nan",
+            "Special numeric values (nan or infinity) are not permitted.",
+        ),
+        ("BLACKWIDOW_NODE_CAPACITY", "2.5", "Not a valid integer."),
+        ("BLACKWIDOW_NODE_CAPACITY", "0", "Must be greater than or equal to 1."),
+        (
+            "BLACKWIDOW_FETCHERS",
+            "257",
+            "Must be greater than or equal to 1 and less than or equal to 256.",
+        ),
+        (
+            "BLACKWIDOW_MONITOR_SHARDS",
+            "1025",
+            "Must be greater than or equal to 1 and less than or equal to 1024.",
+        ),
+        ("BLACKWIDOW_ROUTING", "random", "Must be one of: modulo, rendezvous, weighted."),
+        ("BLACKWIDOW_SEEN_SET", "off", "expected 1 or 0, got 'off'"),
+        ("BLACKWIDOW_DATABASE_URL", " ", "must not be empty"),
+        (
+            "BLACKWIDOW_NODE_NETWORKS",
+            "intranet",
+            "expected networks like 10.0.0.0/8, got 'intranet'",
+        ),
+        ("BLACKWIDOW_PHI_SUSPECT", "9", "must not exceed BLACKWIDOW_PHI_DEAD (8), got 9"),
+    ],
+)
+def test_the_error_says_what_is_wrong_with_the_value(name, raw, problem):
+    with pytest.raises(SettingsError) as caught:
+        from_env({name: raw})
+    assert str(caught.value).startswith(f"{name}: {problem}")
+
+
+def test_every_bad_variable_is_named_in_one_error():
+    with pytest.raises(SettingsError) as caught:
+        from_env(
+            {
+                "BLACKWIDOW_POLL_INTERVAL": "soon",
+                "BLACKWIDOW_ROUTING": "random",
+                "BLACKWIDOW_FETCHERS": "257",
+                "BLACKWIDOW_PHI_SUSPECT": "9",  # a rule across variables, named with the rest
+                "BLACKWIDOW_WEBHOOK_URL": "ftp://hooks.example/x",
+                "BLACKWIDOW_WEBHOOK_SECRET": "s3cret",  # fine: its partner's problem is the URL
+                "BLACKWIDOW_ORPHAN_AFTER": "15",  # fine
+            }
+        )
+    problems = caught.value.problems
+    assert set(problems) == {
+        "BLACKWIDOW_POLL_INTERVAL",
+        "BLACKWIDOW_ROUTING",
+        "BLACKWIDOW_FETCHERS",
+        "BLACKWIDOW_PHI_SUSPECT",
+        "BLACKWIDOW_WEBHOOK_URL",
+    }
+    assert problems["BLACKWIDOW_POLL_INTERVAL"] == "Not a valid number."
+    assert "modulo" in problems["BLACKWIDOW_ROUTING"]
+    assert caught.value.name in problems
+    lines = str(caught.value).splitlines()  # one line per variable
+    assert sorted(lines) == sorted(f"{name}: {problem}" for name, problem in problems.items())
+
+
+def test_a_rule_between_variables_waits_for_both_to_read_well():
+    with pytest.raises(SettingsError) as caught:
+        from_env({"BLACKWIDOW_PHI_SUSPECT": "9", "BLACKWIDOW_PHI_DEAD": "dead"})
+    assert list(caught.value.problems) == ["BLACKWIDOW_PHI_DEAD"]
+
+
+@pytest.mark.parametrize(
+    ("name", "raw"),
+    [
+        ("BLACKWIDOW_WEBHOOK_URL", "ftp://token-do-not-log@hooks.example/x"),
+        ("BLACKWIDOW_WEBHOOK_URL", "https://[token-do-not-log"),
+        (
+            "BLACKWIDOW_CREDENTIALS",
+            '{"twitter": {"default": {"bearer_token": 1}}, "x": "do-not-log"}',
+        ),
+    ],
+)
+def test_errors_never_echo_a_value_that_may_be_secret(name, raw):
+    with pytest.raises(SettingsError) as caught:
+        from_env({name: raw})
+    assert caught.value.name == name
+    assert "do-not-log" not in str(caught.value)
 
 
 @pytest.mark.parametrize(
