@@ -17,6 +17,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -43,6 +44,18 @@ class SettingsError(ValueError):
         self.problems = dict(problems)
         self.name = next(iter(self.problems))
         super().__init__("\n".join(f"{name}: {problem}" for name, problem in problems.items()))
+
+
+def data_dir() -> Path:
+    """Where the hub and nodes keep their files unless a variable says otherwise: the user's
+    data directory ($XDG_DATA_HOME/blackwidow, else ~/.local/share/blackwidow), never the
+    working directory, which may be a checkout. It follows the process's own environment."""
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "share") / "blackwidow"
+
+
+def _sqlite_in_data_dir(name: str) -> Callable[[], str]:
+    return lambda: f"sqlite:///{data_dir() / name}"
 
 
 # --- how values are read: environs' own parsers, and these for the project's own types -----
@@ -184,9 +197,11 @@ class Settings:
     """Every variable the hub and nodes read, one field each; unset, a field has its default."""
 
     # the hub's SQL (a SQLAlchemy URL): its users, crawlers, nodes and assignments
-    database_url: str = setting("BLACKWIDOW_DATABASE_URL", TEXT, "sqlite:///blackwidow.db")
+    database_url: str = setting(
+        "BLACKWIDOW_DATABASE_URL", TEXT, factory=_sqlite_in_data_dir("hub.db")
+    )
     # the item store nodes write and the hub reads (sqlite:/// or cassandra://)
-    store_url: str = setting("BLACKWIDOW_STORE", TEXT, "sqlite:///blackwidow-items.db")
+    store_url: str = setting("BLACKWIDOW_STORE", TEXT, factory=_sqlite_in_data_dir("items.db"))
     # seconds a statement waits for another transaction's lock before the API answers 503
     database_busy_timeout: float = setting("BLACKWIDOW_DATABASE_BUSY_TIMEOUT", SECONDS, 15.0)
     # seconds the hub waits on a database that does not answer at all (connecting, a pooled
@@ -240,7 +255,9 @@ class Settings:
     # items a node holds per subscriber, and in its queue outbox
     node_buffer: int = setting("BLACKWIDOW_NODE_BUFFER", COUNT, 5000)
     # a node's queue spool file and delivery ledger live here, one of each per node address
-    outbox_dir: str = setting("BLACKWIDOW_OUTBOX_DIR", TEXT, "blackwidow-outbox")
+    outbox_dir: str = setting(
+        "BLACKWIDOW_OUTBOX_DIR", TEXT, factory=lambda: str(data_dir() / "outbox")
+    )
     # a node's own provider credentials: source -> name -> validated fields (secrets inside)
     credentials: Mapping[str, Mapping[str, dict[str, Any]]] = setting(
         "BLACKWIDOW_CREDENTIALS", Kind("credentials"), factory=dict, secret=True
@@ -291,7 +308,8 @@ class _Environment(Env):
         for name, field_class in _PARSERS.items():
             self.add_parser_from_field(name, field_class)
 
-    def _get_value(self, env_key: str, default: Any) -> Any:  # environs reads os.environ here
+    def _get_value(self, env_key: str, default: Any) -> Any:
+        """The given mapping in place of os.environ: the hook environs' FileAwareEnv overrides."""
         return self._given.get(env_key, default)
 
     def read(self, declared: dataclasses.Field[Any]) -> Any:

@@ -63,9 +63,9 @@ def test_hub_refuses_to_start_without_a_cluster_secret(tmp_path):
 
 
 def test_db_upgrade_creates_the_schema(tmp_path):
-    url = f"sqlite:///{tmp_path / 'fresh.db'}"
-    first = _blackwidow("db", "upgrade", "--db", url)
-    again = _blackwidow("db", "upgrade", "--db", url)
+    url, store = f"sqlite:///{tmp_path / 'fresh.db'}", f"sqlite:///{tmp_path / 'items.db'}"
+    first = _blackwidow("db", "upgrade", "--db", url, "--store", store)
+    again = _blackwidow("db", "upgrade", "--db", url, "--store", store)
     assert first.returncode == again.returncode == 0, first.stderr
     assert (tmp_path / "fresh.db").stat().st_size > 0
 

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import ipaddress
+from pathlib import Path
 
 import pytest
 
-from blackwidow.settings import Settings, SettingsError, from_env
+from blackwidow.settings import Settings, SettingsError, data_dir, from_env
 
 NETWORKS = (ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("127.0.0.1/32"))
 
 
-def test_empty_environ_gives_defaults():
+def test_empty_environ_gives_defaults(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     settings = from_env({})
     assert settings == Settings()
-    assert (settings.database_url, settings.store_url) == (
-        "sqlite:///blackwidow.db",
-        "sqlite:///blackwidow-items.db",
+    assert (settings.database_url, settings.store_url, settings.outbox_dir) == (
+        f"sqlite:///{tmp_path}/blackwidow/hub.db",
+        f"sqlite:///{tmp_path}/blackwidow/items.db",
+        f"{tmp_path}/blackwidow/outbox",
     )
     assert (settings.admin_token, settings.cluster_secret, settings.redis_url) == (None,) * 3
     assert (settings.poll_interval, settings.phi_dead, settings.acceptable_pause) == (2.0, 8.0, 3.0)
@@ -38,6 +41,21 @@ def test_a_given_mapping_is_the_whole_environment(monkeypatch):
     monkeypatch.setenv("BLACKWIDOW_POLL_INTERVAL", "9")
     assert from_env({}) == Settings()
     assert from_env().poll_interval == 9.0  # os.environ, unless a mapping is given
+
+
+def test_the_data_directory_follows_xdg_else_home_never_the_working_directory(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    assert data_dir() == tmp_path / "home" / ".local" / "share" / "blackwidow"
+    monkeypatch.setenv("XDG_DATA_HOME", "relative/data")  # the XDG rule: a relative one is ignored
+    assert data_dir() == tmp_path / "home" / ".local" / "share" / "blackwidow"
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert data_dir() == tmp_path / "data" / "blackwidow"
+    settings = Settings()
+    for path in (settings.database_url, settings.store_url, settings.outbox_dir):
+        assert Path(path.removeprefix("sqlite:///")).is_relative_to(tmp_path / "data")
 
 
 @pytest.mark.parametrize(
