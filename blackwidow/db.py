@@ -44,6 +44,7 @@ def make_engine(url: str, busy_timeout: float = 15.0, wait_timeout: float = 5.0)
         )
     if backend != "sqlite":
         return create_engine(url, pool_pre_ping=True, hide_parameters=True)
+    _make_folder(url)
     engine = create_engine(
         url,
         connect_args={"timeout": busy_timeout, "check_same_thread": False},
@@ -128,7 +129,16 @@ def alembic_config(url: str) -> Config:
 
 def upgrade(url: str) -> None:
     """Apply every migration up to the newest (`blackwidow db upgrade`)."""
+    _make_folder(url)
     command.upgrade(alembic_config(url), "head")
+
+
+def _make_folder(url: str) -> None:
+    """Make a SQLite file's folder when it is missing, as the default one in the data
+    directory is on a first run (blackwidow.settings.data_dir)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
 
 
 def needs_schema(engine: Engine) -> bool:

@@ -1,6 +1,9 @@
 """Settings: the only place that reads the environment, once, checking each value and its unit.
 
-Durations are seconds everywhere. Secrets are kept out of repr so they never reach logs.
+Each variable is one field of `Settings`, declared with `setting`: its name, its default, how
+environs reads and checks it, and a comment saying why. Every bad variable is reported at once
+in one SettingsError. Durations are seconds everywhere. Secrets are kept out of repr and out
+of error messages, so they never reach logs.
 """
 
 from __future__ import annotations
@@ -10,15 +13,17 @@ import hashlib
 import hmac
 import ipaddress
 import json
-import math
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from marshmallow import ValidationError
+from environs import Env, EnvValidationError
+from marshmallow import ValidationError, fields
+from marshmallow.validate import OneOf, Range
 
 from sources.credentials import NAME_PATTERN
 from sources.registry import CREDENTIAL_SCHEMAS
@@ -32,289 +37,326 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 class SettingsError(ValueError):
-    """A bad environment value; `name` is the variable to fix."""
+    """A bad environment: `problems` says what is wrong with each variable to fix, in the
+    order declared, one line each; `name` is the first of them."""
 
-    def __init__(self, name: str, message: str) -> None:
-        super().__init__(f"{name}: {message}")
-        self.name = name
+    def __init__(self, problems: Mapping[str, str]) -> None:
+        self.problems = dict(problems)
+        self.name = next(iter(self.problems))
+        super().__init__("\n".join(f"{name}: {problem}" for name, problem in problems.items()))
+
+
+def data_dir() -> Path:
+    """Where the hub and nodes keep their files unless a variable says otherwise: the user's
+    data directory ($XDG_DATA_HOME/blackwidow, else ~/.local/share/blackwidow), never the
+    working directory, which may be a checkout. It follows the process's own environment."""
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "share") / "blackwidow"
+
+
+def _sqlite_in_data_dir(name: str) -> Callable[[], str]:
+    return lambda: f"sqlite:///{data_dir() / name}"
+
+
+# --- how values are read: environs' own parsers, and these for the project's own types -----
+
+
+def _not_blank(raw: str) -> None:
+    if not raw.strip():
+        raise ValidationError("must not be empty")
+
+
+class _Flag(fields.Boolean):
+    """1 or 0, true or false, yes or no, in any case: fewer spellings than marshmallow's."""
+
+    truthy = {"1", "true", "yes"}
+    falsy = {"0", "false", "no"}
+    default_error_messages = {"invalid": "expected 1 or 0, got {input!r}"}
+
+    def _deserialize(self, value: str, attr: Any, data: Any, **kwargs: Any) -> bool:
+        return super()._deserialize(value.strip().lower(), attr, data, **kwargs)
+
+
+class _Hosts(fields.Field):
+    """Comma-separated host names, compared lower-case; blanks between commas are dropped."""
+
+    def _deserialize(self, value: str, attr: Any, data: Any, **kwargs: Any) -> frozenset[str]:
+        return frozenset(host.strip().lower() for host in value.split(",") if host.strip())
+
+
+class _Networks(fields.Field):
+    """Comma-separated networks; a bare address is a network of one."""
+
+    def _deserialize(self, value: str, attr: Any, data: Any, **kwargs: Any) -> tuple[Network, ...]:
+        try:
+            parts = (part.strip() for part in value.split(","))
+            return tuple(ipaddress.ip_network(part, strict=False) for part in parts if part)
+        except ValueError as error:
+            raise ValidationError(
+                f"expected networks like 10.0.0.0/8, got {value!r} ({error})"
+            ) from None
+
+
+class _HttpUrl(fields.Field):
+    """An http or https URL with a host. Only its form: where it points is checked at each
+    delivery (the fetch rules). Never echoed: a URL may carry a token."""
+
+    def _deserialize(self, value: str, attr: Any, data: Any, **kwargs: Any) -> str:
+        try:
+            parts = urlsplit(value.strip())
+            usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            usable = False
+        if not usable:
+            raise ValidationError("expected an http or https URL with a host")
+        return value.strip()
+
+
+class _Credentials(fields.Field):
+    """`{"twitter": {"default": {"bearer_token": ...}}}`, each checked by its source's schema.
+
+    Errors name the place (`twitter.default.bearer_token`), never a value: it may be a secret.
+    """
+
+    def _deserialize(self, value: str, attr: Any, data: Any, **kwargs: Any) -> dict[str, Any]:
+        try:
+            sources = json.loads(value)
+        except ValueError:
+            raise ValidationError("expected a JSON object") from None
+        if not isinstance(sources, dict):
+            raise ValidationError("expected a JSON object of sources")
+        return {source: _named_credentials(source, named) for source, named in sources.items()}
+
+
+def _named_credentials(source: str, named: Any) -> dict[str, dict[str, Any]]:
+    schema = CREDENTIAL_SCHEMAS.get(source)
+    if schema is None:
+        billed = ", ".join(CREDENTIAL_SCHEMAS)
+        raise ValidationError(f"{source}: not a source with credentials ({billed})")
+    if not isinstance(named, dict):
+        raise ValidationError(f"{source}: expected an object of named credentials")
+    checked = {}
+    for credential, fields_ in named.items():
+        if not re.match(NAME_PATTERN, credential):
+            raise ValidationError(f"{source}.{credential}: not a credential name")
+        if not isinstance(fields_, dict):
+            raise ValidationError(f"{source}.{credential}: expected an object of fields")
+        try:
+            checked[credential] = schema().load(fields_)
+        except ValidationError as error:
+            first, problems = next(iter(error.normalized_messages().items()))
+            raise ValidationError(f"{source}.{credential}.{first}: {problems}") from None
+    return checked
+
+
+# parser name (env.<name>) -> the marshmallow field that reads it
+_PARSERS: dict[str, type[fields.Field]] = {
+    "flag": _Flag,
+    "hosts": _Hosts,
+    "networks": _Networks,
+    "http_url": _HttpUrl,
+    "credentials": _Credentials,
+}
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How a variable is read: an environs parser and the check its value must then pass."""
+
+    parser: str
+    validate: Callable[[Any], Any] | None = None
+
+
+TEXT = Kind("str", _not_blank)
+SECONDS = Kind("float", Range(0, min_inclusive=False))
+PAUSE = Kind("float", Range(0))  # 0: no pause
+PHI = Kind("float", Range(0, 1000, min_inclusive=False, max_inclusive=False))
+COUNT = Kind("int", Range(1))
+FLAG = Kind("flag")
+NETWORKS = Kind("networks")
+
+
+def setting(
+    variable: str,
+    kind: Kind,
+    default: Any = None,
+    *,
+    factory: Callable[[], Any] | None = None,
+    secret: bool = False,
+) -> Any:
+    """A Settings field read from `variable` as `kind`, else `default` (or `factory()`);
+    a secret stays out of repr."""
+    metadata = {"variable": variable, "kind": kind}
+    if factory is not None:
+        return field(default_factory=factory, repr=not secret, metadata=metadata)
+    return field(default=default, repr=not secret, metadata=metadata)
 
 
 @dataclass(frozen=True)
 class Settings:
-    database_url: str = "sqlite:///blackwidow.db"
-    store_url: str = "sqlite:///blackwidow-items.db"
+    """Every variable the hub and nodes read, one field each; unset, a field has its default."""
+
+    # the hub's SQL (a SQLAlchemy URL): its users, crawlers, nodes and assignments
+    database_url: str = setting(
+        "BLACKWIDOW_DATABASE_URL", TEXT, factory=_sqlite_in_data_dir("hub.db")
+    )
+    # the item store nodes write and the hub reads (sqlite:/// or cassandra://)
+    store_url: str = setting("BLACKWIDOW_STORE", TEXT, factory=_sqlite_in_data_dir("items.db"))
     # seconds a statement waits for another transaction's lock before the API answers 503
-    database_busy_timeout: float = 15.0
+    database_busy_timeout: float = setting("BLACKWIDOW_DATABASE_BUSY_TIMEOUT", SECONDS, 15.0)
     # seconds the hub waits on a database that does not answer at all (connecting, a pooled
     # connection, a reply on a cut network) before the API answers 503
-    database_timeout: float = 5.0
-    admin_token: str | None = field(default=None, repr=False)
-    cluster_secret: str | None = field(default=None, repr=False)
-    poll_interval: float = 2.0
-    phi_suspect: float = 3.0  # failure detector: phi at which a node is shown as suspect
-    phi_dead: float = 8.0  # ... and at which it is declared dead and its crawlers move
-    phi_min_std: float = 0.2  # seconds
-    acceptable_pause: float = 3.0  # seconds of silence tolerated beyond a node's usual rhythm
-    phi_window: int = 100  # poll inter-arrival times kept per node
-    orphan_after: float = 30.0
-    detach_after: float = 60.0
-    dead_node_retention: float = 86_400.0  # seconds a dead node stays listed before deletion
-    routing: str = "modulo"
-    monitor_shards: int = 1  # crawlers split by source key, each shard with its own leader
-    fetch_allow: frozenset[str] = frozenset()
-    node_networks: tuple[Network, ...] = ()
-    feed_interval: float = 60.0
-    fetch_deadline: float = 20.0  # seconds for a whole response, however slowly it trickles
-    node_capacity: int = 100
+    database_timeout: float = setting("BLACKWIDOW_DATABASE_TIMEOUT", SECONDS, 5.0)
+    # bearer token for user management and the node listing; unset, there is no admin
+    admin_token: str | None = setting("BLACKWIDOW_ADMIN_TOKEN", TEXT, secret=True)
+    # shared by hub and nodes: every hub<->node call carries it
+    cluster_secret: str | None = setting("BLACKWIDOW_CLUSTER_SECRET", TEXT, secret=True)
+    # seconds between polls of every node, each followed by a reconcile pass
+    poll_interval: float = setting("BLACKWIDOW_POLL_INTERVAL", SECONDS, 2.0)
+    # failure detector: phi at which a node is shown as suspect ...
+    phi_suspect: float = setting("BLACKWIDOW_PHI_SUSPECT", PHI, 3.0)
+    # ... and at which it is declared dead and its crawlers move
+    phi_dead: float = setting("BLACKWIDOW_PHI_DEAD", PHI, 8.0)
+    # floor of the poll intervals' standard deviation: a metronome node is not judged on noise
+    phi_min_std: float = setting("BLACKWIDOW_PHI_MIN_STD", SECONDS, 0.2)
+    # seconds of silence tolerated beyond a node's usual rhythm
+    acceptable_pause: float = setting("BLACKWIDOW_ACCEPTABLE_PAUSE", PAUSE, 3.0)
+    # poll inter-arrival times kept per node (a distribution needs two)
+    phi_window: int = setting("BLACKWIDOW_PHI_WINDOW", Kind("int", Range(2)), 100)
+    # seconds a node keeps a subscriber the hub has not confirmed
+    orphan_after: float = setting("BLACKWIDOW_ORPHAN_AFTER", SECONDS, 30.0)
+    # seconds a node not polled at all waits before it drops everything and re-registers
+    detach_after: float = setting("BLACKWIDOW_DETACH_AFTER", SECONDS, 60.0)
+    # seconds a dead node stays listed before deletion
+    dead_node_retention: float = setting("BLACKWIDOW_DEAD_NODE_RETENTION", SECONDS, 86_400.0)
+    # how crawlers are placed on nodes (README: Routing)
+    routing: str = setting("BLACKWIDOW_ROUTING", Kind("str", OneOf(ROUTING_STRATEGIES)), "modulo")
+    # crawlers split by source key, each shard with its own leader
+    monitor_shards: int = setting("BLACKWIDOW_MONITOR_SHARDS", Kind("int", Range(1, MAX_SHARDS)), 1)
+    # hosts a node may fetch although they are private (the demo's and tests' loopback feeds)
+    fetch_allow: frozenset[str] = setting("BLACKWIDOW_FETCH_ALLOW", Kind("hosts"), frozenset())
+    # networks node URLs must resolve into; empty: any
+    node_networks: tuple[Network, ...] = setting("BLACKWIDOW_NODE_NETWORKS", NETWORKS, ())
+    # seconds between polls of one feed (a feed's <ttl> can lengthen it)
+    feed_interval: float = setting("BLACKWIDOW_FEED_INTERVAL", SECONDS, 60.0)
+    # seconds for a whole response, however slowly it trickles
+    fetch_deadline: float = setting("BLACKWIDOW_FETCH_DEADLINE", SECONDS, 20.0)
+    # data sources a node registers to run: its weight under weighted routing
+    node_capacity: int = setting("BLACKWIDOW_NODE_CAPACITY", COUNT, 100)
     # weighted routing: capacity kept spare beyond the data sources, as a fraction of them,
     # when GET /api/v1/nodes/count says how many nodes are desired
-    capacity_headroom: float = 0.25
-    redis_url: str | None = field(default=None, repr=False)
-    queue_maxlen: int = 100_000  # entries each crawler's stream keeps, trimmed approximately
-    node_buffer: int = 5000  # items a node holds per subscriber, and in its queue outbox
-    outbox_dir: str = "blackwidow-outbox"  # a node's queue spool file lives here, per address
-    # a node's own provider credentials: source -> name -> validated fields (secrets inside)
-    credentials: Mapping[str, Mapping[str, dict[str, Any]]] = field(
-        default_factory=dict, repr=False
+    capacity_headroom: float = setting(
+        "BLACKWIDOW_CAPACITY_HEADROOM", Kind("float", Range(0, 10)), 0.25
     )
-    search_interval: float = 60.0  # seconds between polls of a recent search
-    rate_limit_wait: float = 60.0  # first wait after a provider's 429; doubles while it lasts
-    fetchers: int = 32  # a node's fetcher threads, shared by every polled data source
-    host_concurrency: int = 2  # fetches in flight at once to one host, per node
-    host_gap: float = 0.2  # seconds at least between two fetches starting at one host
-    metrics_token: str | None = field(default=None, repr=False)  # bearer a scrape must carry
-    metrics_networks: tuple[Network, ...] = ()  # networks scrapes may come from; empty: any
+    # set, nodes add every newly stored item to a Redis Stream (a URL may carry a password)
+    redis_url: str | None = setting("BLACKWIDOW_REDIS_URL", TEXT, secret=True)
+    # entries each crawler's stream keeps, trimmed approximately
+    queue_maxlen: int = setting("BLACKWIDOW_QUEUE_MAXLEN", COUNT, 100_000)
+    # items a node holds per subscriber, and in its queue outbox
+    node_buffer: int = setting("BLACKWIDOW_NODE_BUFFER", COUNT, 5000)
+    # a node's queue spool file and delivery ledger live here, one of each per node address
+    outbox_dir: str = setting(
+        "BLACKWIDOW_OUTBOX_DIR", TEXT, factory=lambda: str(data_dir() / "outbox")
+    )
+    # a node's own provider credentials: source -> name -> validated fields (secrets inside)
+    credentials: Mapping[str, Mapping[str, dict[str, Any]]] = setting(
+        "BLACKWIDOW_CREDENTIALS", Kind("credentials"), factory=dict, secret=True
+    )
+    # seconds between polls of a recent search
+    search_interval: float = setting("BLACKWIDOW_SEARCH_INTERVAL", SECONDS, 60.0)
+    # first wait after a provider's 429; doubles while it lasts
+    rate_limit_wait: float = setting("BLACKWIDOW_RATE_LIMIT_WAIT", SECONDS, 60.0)
+    # a node's fetcher threads, shared by every polled data source: bounded whatever the feeds
+    fetchers: int = setting("BLACKWIDOW_FETCHERS", Kind("int", Range(1, MAX_FETCHERS)), 32)
+    # fetches in flight at once to one host, per node
+    host_concurrency: int = setting("BLACKWIDOW_HOST_CONCURRENCY", COUNT, 2)
+    # seconds at least between two fetches starting at one host
+    host_gap: float = setting("BLACKWIDOW_HOST_GAP", PAUSE, 0.2)
+    # bearer a scrape of /metrics must carry; unset, open
+    metrics_token: str | None = setting("BLACKWIDOW_METRICS_TOKEN", TEXT, secret=True)
+    # networks scrapes may come from; empty: any
+    metrics_networks: tuple[Network, ...] = setting("BLACKWIDOW_METRICS_NETWORKS", NETWORKS, ())
     # prometheus-client's multiprocess directory (its own variable): set, a hub scrape counts
     # the API requests of every gunicorn worker (blackwidow.gunicorn_conf sets it up)
-    metrics_dir: str | None = None
+    metrics_dir: str | None = setting("PROMETHEUS_MULTIPROC_DIR", TEXT)
     # the cluster's webhook: every alert event is POSTed here, signed with the secret
-    webhook_url: str | None = field(default=None, repr=False)  # a URL may carry a token
-    webhook_secret: str | None = field(default=None, repr=False)
-    source_failing_after: float = 300.0  # seconds a data source gets nothing before an alert
-    node_holding_items: int = 1000  # items a node holds during an outage before an alert
+    webhook_url: str | None = setting("BLACKWIDOW_WEBHOOK_URL", Kind("http_url"), secret=True)
+    webhook_secret: str | None = setting("BLACKWIDOW_WEBHOOK_SECRET", TEXT, secret=True)
+    # seconds a data source gets nothing before an alert
+    source_failing_after: float = setting("BLACKWIDOW_SOURCE_FAILING_AFTER", SECONDS, 300.0)
+    # items a node holds during an outage before an alert
+    node_holding_items: int = setting("BLACKWIDOW_NODE_HOLDING_ITEMS", COUNT, 1000)
     # signs the dashboard's session cookie; unset, it is derived from the cluster secret
-    session_secret: str | None = field(default=None, repr=False)
+    session_secret: str | None = setting("BLACKWIDOW_SESSION_SECRET", TEXT, secret=True)
     # mark the session cookie Secure although the hub sees plain http (TLS ends at a proxy)
-    session_cookie_secure: bool = False
-    # a node's seen-set (spawn.pool.seen_set): a Bloom filter per crawler in front of the store's
-    # "stored already?" read; off, every id is read
-    seen_set: bool = True
+    session_cookie_secure: bool = setting("BLACKWIDOW_SESSION_COOKIE_SECURE", FLAG, False)
+    # a node's seen-set (spawn.pool.seen_set): a Bloom filter per crawler in front of the
+    # store's "stored already?" read; off, every id is read
+    seen_set: bool = setting("BLACKWIDOW_SEEN_SET", FLAG, True)
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
 
 
-def _float(name: str, raw: str, expected: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if math.isnan(value) or math.isinf(value):
-        raise SettingsError(name, f"expected {expected}, got {raw!r}")
-    return value
+class _Environment(Env):
+    """environs over one mapping (os.environ, or a test's own), collecting every bad variable
+    before it raises (eager=False), with the parsers above."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        super().__init__(eager=False)
+        self._given = environ
+        for name, field_class in _PARSERS.items():
+            self.add_parser_from_field(name, field_class)
+
+    def _get_value(self, env_key: str, default: Any) -> Any:
+        """The given mapping in place of os.environ: the hook environs' FileAwareEnv overrides."""
+        return self._given.get(env_key, default)
+
+    def read(self, declared: dataclasses.Field[Any]) -> Any:
+        """The field's variable, read and checked; its default when unset."""
+        kind: Kind = declared.metadata["kind"]
+        default = declared.default
+        if default is MISSING:
+            default = declared.default_factory()  # type: ignore[misc]
+        parse = getattr(self, kind.parser)
+        return parse(declared.metadata["variable"], default, validate=kind.validate)
 
 
-def _seconds(name: str, raw: str) -> float:
-    value = _float(name, raw, "seconds")
-    if not value > 0:
-        raise SettingsError(name, f"must be more than 0 seconds, got {raw!r}")
-    return value
-
-
-def _pause(name: str, raw: str) -> float:
-    value = _float(name, raw, "seconds")
-    if not value >= 0:
-        raise SettingsError(name, f"must be 0 seconds or more, got {raw!r}")
-    return value
-
-
-def _phi(name: str, raw: str) -> float:
-    value = _float(name, raw, "a number")
-    if not 0 < value < 1000:
-        raise SettingsError(name, f"must be between 0 and 1000, got {raw!r}")
-    return value
-
-
-def _positive_int(name: str, raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingsError(name, f"expected a whole number, got {raw!r}") from None
-    if value < 1:
-        raise SettingsError(name, f"must be at least 1, got {raw!r}")
-    return value
-
-
-def _headroom(name: str, raw: str) -> float:
-    value = _float(name, raw, "a fraction")
-    if not 0 <= value <= 10:
-        raise SettingsError(name, f"must be between 0 and 10, got {raw!r}")
-    return value
-
-
-def _fetcher_count(name: str, raw: str) -> int:
-    value = _positive_int(name, raw)
-    if value > MAX_FETCHERS:
-        raise SettingsError(name, f"must be at most {MAX_FETCHERS} threads, got {raw!r}")
-    return value
-
-
-def _shard_count(name: str, raw: str) -> int:
-    value = _positive_int(name, raw)
-    if value > MAX_SHARDS:
-        raise SettingsError(name, f"must be at most {MAX_SHARDS}, got {raw!r}")
-    return value
-
-
-def _choice(name: str, raw: str) -> str:
-    if raw not in ROUTING_STRATEGIES:
-        raise SettingsError(name, f"expected one of {', '.join(ROUTING_STRATEGIES)}, got {raw!r}")
-    return raw
-
-
-def _hosts(name: str, raw: str) -> frozenset[str]:
-    return frozenset(h.strip().lower() for h in raw.split(",") if h.strip())
-
-
-def _networks(name: str, raw: str) -> tuple[Network, ...]:
-    try:
-        return tuple(
-            ipaddress.ip_network(part.strip(), strict=False)
-            for part in raw.split(",")
-            if part.strip()
+def _rules(values: Mapping[str, Any], bad: Mapping[str, str]) -> dict[str, str]:
+    """The checks across variables, made only where each variable involved read well."""
+    problems = {}
+    suspect, dead = values["phi_suspect"], values["phi_dead"]
+    if not bad.keys() & {"BLACKWIDOW_PHI_SUSPECT", "BLACKWIDOW_PHI_DEAD"} and suspect > dead:
+        problems["BLACKWIDOW_PHI_SUSPECT"] = (
+            f"must not exceed BLACKWIDOW_PHI_DEAD ({dead:g}), got {suspect:g}"
         )
-    except ValueError as error:
-        raise SettingsError(
-            name, f"expected networks like 10.0.0.0/8, got {raw!r} ({error})"
-        ) from None
-
-
-def _credentials(name: str, raw: str) -> dict[str, dict[str, dict[str, Any]]]:
-    """`{"twitter": {"default": {"bearer_token": ...}}}`, each checked by its source's schema.
-
-    Errors name the place (`twitter.default.bearer_token`), never a value: it may be a secret.
-    """
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        raise SettingsError(name, "expected a JSON object") from None
-    if not isinstance(data, dict):
-        raise SettingsError(name, "expected a JSON object of sources")
-    checked: dict[str, dict[str, dict[str, Any]]] = {}
-    for source, named in data.items():
-        schema = CREDENTIAL_SCHEMAS.get(source)
-        if schema is None:
-            billed = ", ".join(CREDENTIAL_SCHEMAS)
-            raise SettingsError(name, f"{source}: not a source with credentials ({billed})")
-        if not isinstance(named, dict):
-            raise SettingsError(name, f"{source}: expected an object of named credentials")
-        checked[source] = {}
-        for credential, fields_ in named.items():
-            if not re.match(NAME_PATTERN, credential):
-                raise SettingsError(name, f"{source}.{credential}: not a credential name")
-            if not isinstance(fields_, dict):
-                raise SettingsError(name, f"{source}.{credential}: expected an object of fields")
-            try:
-                checked[source][credential] = schema().load(fields_)
-            except ValidationError as error:
-                first, problems = next(iter(error.normalized_messages().items()))
-                raise SettingsError(name, f"{source}.{credential}.{first}: {problems}") from None
-    return checked
-
-
-def _webhook_url(name: str, raw: str) -> str:
-    """Only the form here; where it points is checked at each delivery (the fetch rules)."""
-    parts = urlsplit(raw.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SettingsError(name, "expected an http or https URL with a host")
-    return raw.strip()
-
-
-def _flag(name: str, raw: str) -> bool:
-    value = raw.strip().lower()
-    if value not in ("0", "1", "true", "false", "yes", "no"):
-        raise SettingsError(name, f"expected 1 or 0, got {raw!r}")
-    return value in ("1", "true", "yes")
-
-
-def _text(name: str, raw: str) -> str:
-    if not raw.strip():
-        raise SettingsError(name, "must not be empty")
-    return raw
-
-
-# environment variable -> (settings field, parser)
-_VARIABLES = {
-    "BLACKWIDOW_DATABASE_URL": ("database_url", _text),
-    "BLACKWIDOW_STORE": ("store_url", _text),
-    "BLACKWIDOW_DATABASE_BUSY_TIMEOUT": ("database_busy_timeout", _seconds),
-    "BLACKWIDOW_DATABASE_TIMEOUT": ("database_timeout", _seconds),
-    "BLACKWIDOW_ADMIN_TOKEN": ("admin_token", _text),
-    "BLACKWIDOW_CLUSTER_SECRET": ("cluster_secret", _text),
-    "BLACKWIDOW_POLL_INTERVAL": ("poll_interval", _seconds),
-    "BLACKWIDOW_PHI_SUSPECT": ("phi_suspect", _phi),
-    "BLACKWIDOW_PHI_DEAD": ("phi_dead", _phi),
-    "BLACKWIDOW_PHI_MIN_STD": ("phi_min_std", _seconds),
-    "BLACKWIDOW_ACCEPTABLE_PAUSE": ("acceptable_pause", _pause),
-    "BLACKWIDOW_PHI_WINDOW": ("phi_window", _positive_int),
-    "BLACKWIDOW_ORPHAN_AFTER": ("orphan_after", _seconds),
-    "BLACKWIDOW_DETACH_AFTER": ("detach_after", _seconds),
-    "BLACKWIDOW_DEAD_NODE_RETENTION": ("dead_node_retention", _seconds),
-    "BLACKWIDOW_ROUTING": ("routing", _choice),
-    "BLACKWIDOW_MONITOR_SHARDS": ("monitor_shards", _shard_count),
-    "BLACKWIDOW_FETCH_ALLOW": ("fetch_allow", _hosts),
-    "BLACKWIDOW_NODE_NETWORKS": ("node_networks", _networks),
-    "BLACKWIDOW_FEED_INTERVAL": ("feed_interval", _seconds),
-    "BLACKWIDOW_FETCH_DEADLINE": ("fetch_deadline", _seconds),
-    "BLACKWIDOW_NODE_CAPACITY": ("node_capacity", _positive_int),
-    "BLACKWIDOW_CAPACITY_HEADROOM": ("capacity_headroom", _headroom),
-    "BLACKWIDOW_REDIS_URL": ("redis_url", _text),
-    "BLACKWIDOW_QUEUE_MAXLEN": ("queue_maxlen", _positive_int),
-    "BLACKWIDOW_NODE_BUFFER": ("node_buffer", _positive_int),
-    "BLACKWIDOW_OUTBOX_DIR": ("outbox_dir", _text),
-    "BLACKWIDOW_CREDENTIALS": ("credentials", _credentials),
-    "BLACKWIDOW_SEARCH_INTERVAL": ("search_interval", _seconds),
-    "BLACKWIDOW_RATE_LIMIT_WAIT": ("rate_limit_wait", _seconds),
-    "BLACKWIDOW_FETCHERS": ("fetchers", _fetcher_count),
-    "BLACKWIDOW_HOST_CONCURRENCY": ("host_concurrency", _positive_int),
-    "BLACKWIDOW_HOST_GAP": ("host_gap", _pause),
-    "BLACKWIDOW_METRICS_TOKEN": ("metrics_token", _text),
-    "BLACKWIDOW_METRICS_NETWORKS": ("metrics_networks", _networks),
-    "PROMETHEUS_MULTIPROC_DIR": ("metrics_dir", _text),
-    "BLACKWIDOW_WEBHOOK_URL": ("webhook_url", _webhook_url),
-    "BLACKWIDOW_WEBHOOK_SECRET": ("webhook_secret", _text),
-    "BLACKWIDOW_SOURCE_FAILING_AFTER": ("source_failing_after", _seconds),
-    "BLACKWIDOW_NODE_HOLDING_ITEMS": ("node_holding_items", _positive_int),
-    "BLACKWIDOW_SESSION_SECRET": ("session_secret", _text),
-    "BLACKWIDOW_SESSION_COOKIE_SECURE": ("session_cookie_secure", _flag),
-    "BLACKWIDOW_SEEN_SET": ("seen_set", _flag),
-}
+    webhook = {"BLACKWIDOW_WEBHOOK_URL", "BLACKWIDOW_WEBHOOK_SECRET"}
+    if not bad.keys() & webhook and (values["webhook_url"] is None) != (
+        values["webhook_secret"] is None
+    ):
+        problems["BLACKWIDOW_WEBHOOK_SECRET"] = (
+            "BLACKWIDOW_WEBHOOK_URL and BLACKWIDOW_WEBHOOK_SECRET are set together "
+            "(every delivery is signed)"
+        )
+    return problems
 
 
 def from_env(environ: Mapping[str, str] | None = None) -> Settings:
-    """Build settings from the environment; raise SettingsError naming the bad variable."""
-    environ = os.environ if environ is None else environ
-    values = {
-        attribute: parse(name, environ[name])
-        for name, (attribute, parse) in _VARIABLES.items()
-        if name in environ
-    }
-    settings = Settings(**values)
-    if settings.phi_suspect > settings.phi_dead:
-        raise SettingsError(
-            "BLACKWIDOW_PHI_SUSPECT",
-            f"must not exceed BLACKWIDOW_PHI_DEAD ({settings.phi_dead:g}), "
-            f"got {settings.phi_suspect:g}",
-        )
-    if settings.phi_window < 2:
-        raise SettingsError("BLACKWIDOW_PHI_WINDOW", "must be at least 2")
-    if (settings.webhook_url is None) != (settings.webhook_secret is None):
-        raise SettingsError(
-            "BLACKWIDOW_WEBHOOK_SECRET",
-            "BLACKWIDOW_WEBHOOK_URL and BLACKWIDOW_WEBHOOK_SECRET are set together "
-            "(every delivery is signed)",
-        )
-    return settings
+    """Settings from the environment (os.environ unless given); one SettingsError names every
+    bad variable and what is wrong with it."""
+    env = _Environment(os.environ if environ is None else environ)
+    values = {declared.name: env.read(declared) for declared in dataclasses.fields(Settings)}
+    try:
+        env.seal()
+        bad: dict[str, str] = {}
+    except EnvValidationError as error:
+        bad = {
+            name: "; ".join(map(str, messages)) for name, messages in error.error_messages.items()
+        }
+    problems = bad | _rules(values, bad)
+    if problems:
+        raise SettingsError(problems)
+    return Settings(**values)
 
 
 _SESSION_KEY_LABEL = b"blackwidow dashboard session cookies"

@@ -14,6 +14,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from blackwidow.store import threads
@@ -93,6 +94,7 @@ class SqliteStore:
     reads_before_write = False  # INSERT OR IGNORE: "stored already?" is the insert's key lookup
 
     def __init__(self, path: str) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)  # a first run's data directory
         self._lock = threading.Lock()
         self._db = sqlite3.connect(
             path, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None

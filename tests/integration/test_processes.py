@@ -40,10 +40,13 @@ def _blackwidow(*args: str, env: dict[str, str] | None = None) -> subprocess.Com
     )
 
 
-def test_bad_environment_exits_with_status_2_naming_the_variable():
-    result = _blackwidow("hub", env={"BLACKWIDOW_POLL_INTERVAL": "soon"})
+def test_bad_environment_exits_with_status_2_naming_every_bad_variable():
+    result = _blackwidow(
+        "hub", env={"BLACKWIDOW_POLL_INTERVAL": "soon", "BLACKWIDOW_ROUTING": "random"}
+    )
     assert result.returncode == 2
-    assert "BLACKWIDOW_POLL_INTERVAL" in result.stderr
+    assert "BLACKWIDOW_POLL_INTERVAL: Not a valid number." in result.stderr
+    assert "BLACKWIDOW_ROUTING: Must be one of: modulo, rendezvous, weighted." in result.stderr
 
 
 def test_hub_refuses_to_start_without_a_cluster_secret(tmp_path):
@@ -60,9 +63,9 @@ def test_hub_refuses_to_start_without_a_cluster_secret(tmp_path):
 
 
 def test_db_upgrade_creates_the_schema(tmp_path):
-    url = f"sqlite:///{tmp_path / 'fresh.db'}"
-    first = _blackwidow("db", "upgrade", "--db", url)
-    again = _blackwidow("db", "upgrade", "--db", url)
+    url, store = f"sqlite:///{tmp_path / 'fresh.db'}", f"sqlite:///{tmp_path / 'items.db'}"
+    first = _blackwidow("db", "upgrade", "--db", url, "--store", store)
+    again = _blackwidow("db", "upgrade", "--db", url, "--store", store)
     assert first.returncode == again.returncode == 0, first.stderr
     assert (tmp_path / "fresh.db").stat().st_size > 0
 

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import ipaddress
+from pathlib import Path
 
 import pytest
 
-from blackwidow.settings import Settings, SettingsError, from_env
+from blackwidow.settings import Settings, SettingsError, data_dir, from_env
 
 NETWORKS = (ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("127.0.0.1/32"))
 
 
-def test_empty_environ_gives_defaults():
+def test_empty_environ_gives_defaults(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     settings = from_env({})
     assert settings == Settings()
-    assert (settings.database_url, settings.store_url) == (
-        "sqlite:///blackwidow.db",
-        "sqlite:///blackwidow-items.db",
+    assert (settings.database_url, settings.store_url, settings.outbox_dir) == (
+        f"sqlite:///{tmp_path}/blackwidow/hub.db",
+        f"sqlite:///{tmp_path}/blackwidow/items.db",
+        f"{tmp_path}/blackwidow/outbox",
     )
     assert (settings.admin_token, settings.cluster_secret, settings.redis_url) == (None,) * 3
     assert (settings.poll_interval, settings.phi_dead, settings.acceptable_pause) == (2.0, 8.0, 3.0)
@@ -32,6 +35,27 @@ def test_empty_environ_gives_defaults():
 
 def test_unrelated_variables_are_ignored():
     assert from_env({"HOME": "/root", "BLACKWIDOW_UNKNOWN": "x"}) == Settings()
+
+
+def test_a_given_mapping_is_the_whole_environment(monkeypatch):
+    monkeypatch.setenv("BLACKWIDOW_POLL_INTERVAL", "9")
+    assert from_env({}) == Settings()
+    assert from_env().poll_interval == 9.0  # os.environ, unless a mapping is given
+
+
+def test_the_data_directory_follows_xdg_else_home_never_the_working_directory(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    assert data_dir() == tmp_path / "home" / ".local" / "share" / "blackwidow"
+    monkeypatch.setenv("XDG_DATA_HOME", "relative/data")  # the XDG rule: a relative one is ignored
+    assert data_dir() == tmp_path / "home" / ".local" / "share" / "blackwidow"
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert data_dir() == tmp_path / "data" / "blackwidow"
+    settings = Settings()
+    for path in (settings.database_url, settings.store_url, settings.outbox_dir):
+        assert Path(path.removeprefix("sqlite:///")).is_relative_to(tmp_path / "data")
 
 
 @pytest.mark.parametrize(
@@ -155,8 +179,102 @@ def test_bad_values_name_their_variable(name, raw):
     with pytest.raises(SettingsError) as caught:
         from_env({name: raw})
     assert caught.value.name == name
+    assert list(caught.value.problems) == [name]  # that one, and only that one
     assert str(caught.value).startswith(f"{name}: ")
     assert isinstance(caught.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "problem"),
+    [
+        ("BLACKWIDOW_POLL_INTERVAL", "soon", "Not a valid number."),
+        ("BLACKWIDOW_POLL_INTERVAL", "0", "Must be greater than 0."),
+        ("BLACKWIDOW_HOST_GAP", "-0.5", "Must be greater than or equal to 0."),
+        ("BLACKWIDOW_PHI_DEAD", "1000", "Must be greater than 0 and less than 1000."),
+        (
+            "BLACKWIDOW_PHI_DEAD",
+            "nan",
+            "Special numeric values (nan or infinity) are not permitted.",
+        ),
+        ("BLACKWIDOW_NODE_CAPACITY", "2.5", "Not a valid integer."),
+        ("BLACKWIDOW_NODE_CAPACITY", "0", "Must be greater than or equal to 1."),
+        (
+            "BLACKWIDOW_FETCHERS",
+            "257",
+            "Must be greater than or equal to 1 and less than or equal to 256.",
+        ),
+        (
+            "BLACKWIDOW_MONITOR_SHARDS",
+            "1025",
+            "Must be greater than or equal to 1 and less than or equal to 1024.",
+        ),
+        ("BLACKWIDOW_ROUTING", "random", "Must be one of: modulo, rendezvous, weighted."),
+        ("BLACKWIDOW_SEEN_SET", "off", "expected 1 or 0, got 'off'"),
+        ("BLACKWIDOW_DATABASE_URL", " ", "must not be empty"),
+        (
+            "BLACKWIDOW_NODE_NETWORKS",
+            "intranet",
+            "expected networks like 10.0.0.0/8, got 'intranet'",
+        ),
+        ("BLACKWIDOW_PHI_SUSPECT", "9", "must not exceed BLACKWIDOW_PHI_DEAD (8), got 9"),
+    ],
+)
+def test_the_error_says_what_is_wrong_with_the_value(name, raw, problem):
+    with pytest.raises(SettingsError) as caught:
+        from_env({name: raw})
+    assert str(caught.value).startswith(f"{name}: {problem}")
+
+
+def test_every_bad_variable_is_named_in_one_error():
+    with pytest.raises(SettingsError) as caught:
+        from_env(
+            {
+                "BLACKWIDOW_POLL_INTERVAL": "soon",
+                "BLACKWIDOW_ROUTING": "random",
+                "BLACKWIDOW_FETCHERS": "257",
+                "BLACKWIDOW_PHI_SUSPECT": "9",  # a rule across variables, named with the rest
+                "BLACKWIDOW_WEBHOOK_URL": "ftp://hooks.example/x",
+                "BLACKWIDOW_WEBHOOK_SECRET": "s3cret",  # fine: its partner's problem is the URL
+                "BLACKWIDOW_ORPHAN_AFTER": "15",  # fine
+            }
+        )
+    problems = caught.value.problems
+    assert set(problems) == {
+        "BLACKWIDOW_POLL_INTERVAL",
+        "BLACKWIDOW_ROUTING",
+        "BLACKWIDOW_FETCHERS",
+        "BLACKWIDOW_PHI_SUSPECT",
+        "BLACKWIDOW_WEBHOOK_URL",
+    }
+    assert problems["BLACKWIDOW_POLL_INTERVAL"] == "Not a valid number."
+    assert "modulo" in problems["BLACKWIDOW_ROUTING"]
+    assert caught.value.name in problems
+    lines = str(caught.value).splitlines()  # one line per variable
+    assert sorted(lines) == sorted(f"{name}: {problem}" for name, problem in problems.items())
+
+
+def test_a_rule_between_variables_waits_for_both_to_read_well():
+    with pytest.raises(SettingsError) as caught:
+        from_env({"BLACKWIDOW_PHI_SUSPECT": "9", "BLACKWIDOW_PHI_DEAD": "dead"})
+    assert list(caught.value.problems) == ["BLACKWIDOW_PHI_DEAD"]
+
+
+@pytest.mark.parametrize(
+    ("name", "raw"),
+    [
+        ("BLACKWIDOW_WEBHOOK_URL", "ftp://token-do-not-log@hooks.example/x"),
+        ("BLACKWIDOW_WEBHOOK_URL", "https://[token-do-not-log"),
+        (
+            "BLACKWIDOW_CREDENTIALS",
+            '{"twitter": {"default": {"bearer_token": 1}}, "x": "do-not-log"}',
+        ),
+    ],
+)
+def test_errors_never_echo_a_value_that_may_be_secret(name, raw):
+    with pytest.raises(SettingsError) as caught:
+        from_env({name: raw})
+    assert caught.value.name == name
+    assert "do-not-log" not in str(caught.value)
 
 
 @pytest.mark.parametrize(

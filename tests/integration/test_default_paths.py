@@ -1,0 +1,50 @@
+"""On the default environment a hub and a node keep their files in the user's data directory
+and write nothing into the working directory, which may be a checkout."""
+
+from __future__ import annotations
+
+import socket
+
+from blackwidow.demo import processes
+
+PATH_VARIABLES = ("BLACKWIDOW_DATABASE_URL", "BLACKWIDOW_STORE", "BLACKWIDOW_OUTBOX_DIR")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_hub_and_a_node_on_defaults_write_nothing_into_the_working_directory(
+    tmp_path, monkeypatch
+):
+    checkout, logs, data = tmp_path / "checkout", tmp_path / "logs", tmp_path / "data"
+    checkout.mkdir()
+    logs.mkdir()
+    for name in PATH_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    monkeypatch.chdir(checkout)  # the processes start here
+    # a node on a fixed port keeps a delivery ledger; with a queue, a spool too (opening one
+    # does not connect, so nothing need listen there)
+    env = {
+        "BLACKWIDOW_CLUSTER_SECRET": "secret",
+        "BLACKWIDOW_REDIS_URL": f"redis://127.0.0.1:{_free_port()}/0",
+    }
+    port = _free_port()
+    started: list[processes.Running] = []
+    try:
+        started.append(processes.start("hub", ["blackwidow", "hub", "--port", "0"], env, logs))
+        spawn = ["blackwidow", "spawn", "--hub", started[0].url, "--port", str(port)]
+        started.append(processes.start("node", spawn, env, logs))  # its files open before its URL
+
+        home = data / "blackwidow"
+        assert {path.name for path in home.glob("*.db")} == {"hub.db", "items.db"}
+        node_files = {path.name for path in (home / "outbox").glob("*.db")}
+        assert node_files == {f"ledger-127.0.0.1-{port}.db", f"outbox-127.0.0.1-{port}.db"}
+        assert list(checkout.iterdir()) == []
+    finally:
+        for process in reversed(started):
+            process.stop()
+    assert list(checkout.iterdir()) == []
