@@ -24,6 +24,7 @@ import faulthandler
 import json
 import logging
 import os
+import random
 import re
 import sys
 import threading
@@ -118,7 +119,7 @@ class SimulatedNode:
     node: Node
     app: Any
     retry_at: float = 0.0
-    attempts: int = 0
+    failures: int = 0  # registrations failed in a row
     registrations: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -163,14 +164,13 @@ class Simulator:
                     self.hub_url, simulated.url, self.capacity, self.secret
                 )
             except (requests.RequestException, ValueError, KeyError) as error:
-                simulated.retry_at = time.monotonic() + registration.backoff_delay(
-                    simulated.attempts
-                )
-                simulated.attempts += 1
+                simulated.failures += 1
+                delay = registration.RETRY.delay(simulated.failures, random.random())
+                simulated.retry_at = time.monotonic() + delay
                 log.warning("registration failed url=%s error=%s", simulated.url, error)
                 return False
             simulated.node.mark_registered(node_id, generation)
-            simulated.attempts = 0
+            simulated.failures = 0
             simulated.registrations += 1
             return True
 

@@ -63,7 +63,7 @@ def report(
 
 def judged_phi(session: Session, shards: int) -> dict[int, float]:
     """Each live node's phi as shard 0's leader last judged it (only it judges nodes), from
-    the figures it saves with its lock every cycle (blackwidow.metrics.figures)."""
+    the figures it saves with its lock every cycle (blackwidow.monitor.figures)."""
     saved = session.scalar(
         select(MonitorLock.figures).where(MonitorLock.name == lock_name(Shard(0, shards)))
     )

@@ -2,14 +2,16 @@
 
 Two users' credentials of one name are two accounts, so a crawler whose user stored the
 credential its query names gets a key of its own (`credential_owner`); without one, the
-nodes' own credential of that name is shared by everyone who names it.
+nodes' own credential of that name is shared by everyone who names it. The monitor reads
+that credential's secret here (`secrets_for`) to push it with the subscriber spec.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
 from blackwidow.models import Crawler, Credential
@@ -56,3 +58,25 @@ def stored_credential(session: Session, user_id: int, source: str, name: str) ->
             Credential.user_id == user_id, Credential.source == source, Credential.name == name
         )
     )
+
+
+def secrets_for(session: Session, wanted: Sequence[Crawler]) -> dict[int, dict[str, Any]]:
+    """crawler id -> the secret of the stored credential its query names, for those whose user
+    stored it. One query, whatever the number of crawlers: the monitor asks every cycle."""
+    names = {
+        c.id: (c.user_id, c.source, name)
+        for c in wanted
+        if (name := credential_name(c.source, c.query)) is not None
+    }
+    if not names:
+        return {}
+    in_use = exists().where(
+        Crawler.user_id == Credential.user_id, Crawler.source == Credential.source
+    )
+    rows = session.execute(
+        select(Credential.user_id, Credential.source, Credential.name, Credential.secret).where(
+            in_use
+        )
+    )
+    secrets = {(row.user_id, row.source, row.name): row.secret for row in rows}
+    return {c: secrets[key] for c, key in names.items() if key in secrets}

@@ -1,5 +1,6 @@
 """A user's stored credentials of billed sources: checked with the source's own schema, kept
-in SQL, pushed to nodes with the subscriber spec, and never shown: answers name the fields.
+in SQL, pushed to nodes with the subscriber spec (blackwidow.crawler_keys.secrets_for), and
+never shown: answers name the fields.
 
 Storing or removing one changes the source key of the user's crawlers whose query names it
 (blackwidow.crawler_keys), and gives any that failed for the want of it another chance.
@@ -7,18 +8,17 @@ Storing or removing one changes the source key of the user's crawlers whose quer
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from marshmallow import Schema, ValidationError
-from sqlalchemy import exists, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from blackwidow import changes, crawlers
-from blackwidow.crawler_keys import credential_name, rekey, stored_credential
+from blackwidow.crawler_keys import rekey, stored_credential
 from blackwidow.errors import ApiError, invalid_input
-from blackwidow.models import Crawler, Credential, utcnow
+from blackwidow.models import Credential, utcnow
 from sources.credentials import name_rule
 from sources.registry import CREDENTIAL_SCHEMAS
 
@@ -76,28 +76,6 @@ def described(credential: Credential) -> dict[str, Any]:
         "fields": sorted(credential.secret),
         "updated_at": credential.updated_at,
     }
-
-
-def secrets_for(session: Session, wanted: Sequence[Crawler]) -> dict[int, dict[str, Any]]:
-    """crawler id -> the secret of the stored credential its query names, for those whose user
-    stored it. One query, whatever the number of crawlers: the monitor asks every cycle."""
-    names = {
-        c.id: (c.user_id, c.source, name)
-        for c in wanted
-        if (name := credential_name(c.source, c.query)) is not None
-    }
-    if not names:
-        return {}
-    in_use = exists().where(
-        Crawler.user_id == Credential.user_id, Crawler.source == Credential.source
-    )
-    rows = session.execute(
-        select(Credential.user_id, Credential.source, Credential.name, Credential.secret).where(
-            in_use
-        )
-    )
-    secrets = {(row.user_id, row.source, row.name): row.secret for row in rows}
-    return {c: secrets[key] for c, key in names.items() if key in secrets}
 
 
 def _schema_of(source: str, name: str) -> type[Schema]:

@@ -289,5 +289,5 @@ class MonitorLock(Base):
     epoch: Mapped[int] = mapped_column(default=0, server_default="0")
     last_cycle_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     last_cycle_seconds: Mapped[float | None] = mapped_column()
-    # the shard leader's figures (blackwidow.metrics.figures), for every hub's /metrics
+    # the shard leader's figures (blackwidow.monitor.figures), for every hub's /metrics
     figures: Mapped[dict[str, Any] | None] = mapped_column(JSON)

@@ -1,15 +1,34 @@
-"""Exponential backoff shared by the retry loops: store writes, queue pushes, registration.
+"""The one backoff policy: how long to wait after n failures in a row. Pure: the random draw
+is passed in.
 
-During an outage each loop costs the server a trickle of attempts, not a storm.
+Every retry waits by it, each with its own first delay, cap and jitter: a subscriber's store
+writes, the outbox's queue pushes, a node's registration, a stream's reconnects and rules, a
+polled feed's next poll, a webhook's redelivery, a contended API request. During an outage
+each costs its server a trickle of attempts, not a storm.
 """
 
 from __future__ import annotations
 
-FIRST_DELAY = 0.2  # seconds after the first failure
-MAX_DELAY = 10.0
+from dataclasses import dataclass
+
+_MAX_DOUBLINGS = 64  # far past any cap; keeps 2 ** n a float however long an outage lasts
 
 
-def doubling_delay(failures: int, first: float = FIRST_DELAY, cap: float = MAX_DELAY) -> float:
-    """Seconds to wait after `failures` failures in a row: none after none, then `first`
-    doubling up to `cap`."""
-    return 0.0 if failures <= 0 else min(cap, first * 2 ** (failures - 1))
+@dataclass(frozen=True)
+class Backoff:
+    """`first` seconds after one failure, doubling (or, `linear`, growing by `first`) with
+    each further one up to `cap`; `jitter` is the share of that a random draw may take off
+    (0.5: anywhere from half to whole), so clients that failed together retry apart."""
+
+    first: float
+    cap: float
+    jitter: float = 0.0
+    linear: bool = False
+
+    def delay(self, failures: int, draw: float = 1.0) -> float:
+        """Seconds to wait after `failures` failures in a row: none after none. `draw` is a
+        random number in [0, 1]; 1 keeps the whole delay, 0 takes off all that `jitter` may."""
+        if failures <= 0:
+            return 0.0
+        growth = failures if self.linear else 2.0 ** min(failures - 1, _MAX_DOUBLINGS)
+        return min(self.cap, self.first * growth) * (1.0 - self.jitter * (1.0 - draw))

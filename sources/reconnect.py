@@ -15,13 +15,11 @@ knocked on for ever (connection attempts count against X's rate limit too).
 
 from __future__ import annotations
 
-from sources.backoff import doubling_delay
+from sources.backoff import Backoff
 from sources.observer import UNOBSERVED, SourceObserver
 
-NETWORK_STEP = 0.25
-NETWORK_MAX = 16.0
-HTTP_FIRST = 5.0
-HTTP_MAX = 320.0
+NETWORK = Backoff(first=0.25, cap=16.0, linear=True)  # 250 ms more a loss, up to 16 s
+HTTP = Backoff(first=5.0, cap=320.0)
 RATE_LIMIT_STATUSES = (420, 429)
 RELEASE_WINDOW = 20.0  # seconds: X's keep-alive timeout, how long it may count a lost connection
 RELEASE_RETRY = 2.0  # seconds between tries inside the window,
@@ -40,7 +38,7 @@ class ReconnectPolicy:
     ) -> None:
         self._observer = observer
         self._source = source
-        self._rate_limit_wait = rate_limit_wait
+        self._rate_limit = Backoff(first=rate_limit_wait, cap=16 * rate_limit_wait)
         self._network_failures = 0
         self._http_failures = 0
         self._rate_limits = 0
@@ -54,7 +52,7 @@ class ReconnectPolicy:
 
     def after_network_error(self) -> float:
         self._observer.stream_lost(self._source)
-        wait = min(NETWORK_MAX, NETWORK_STEP * self._network_failures)
+        wait = NETWORK.delay(self._network_failures)  # none after the first loss
         self._network_failures += 1
         return wait
 
@@ -67,10 +65,9 @@ class ReconnectPolicy:
             self._rate_limits += 1
             if retry_after is not None and retry_after >= 0:
                 return retry_after
-            first = self._rate_limit_wait
-            return doubling_delay(self._rate_limits, first=first, cap=16 * first)
+            return self._rate_limit.delay(self._rate_limits)
         self._http_failures += 1
-        return doubling_delay(self._http_failures, first=HTTP_FIRST, cap=HTTP_MAX)
+        return HTTP.delay(self._http_failures)
 
     def after_too_many_connections(self, now: float, jitter: float) -> float:
         """The app's one connection is taken (X's TooManyConnections): likely our own lost one,

@@ -5,22 +5,17 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable
 
 import requests
 
-from sources.backoff import doubling_delay
+from sources.backoff import Backoff
 from spawn.node import Node
 
 log = logging.getLogger(__name__)
 
-FIRST_DELAY = 0.5  # a hub that is starting needs a moment; the cap is the shared one
-
-
-def backoff_delay(attempt: int, jitter: Callable[[], float] = random.random) -> float:
-    """Seconds before retry `attempt` (0-based): doubling up to the cap, with jitter so
-    nodes restarted together do not all knock at the same instant."""
-    return doubling_delay(attempt + 1, first=FIRST_DELAY) * (0.5 + jitter() / 2)
+# A hub that is starting needs a moment; jittered down to half, so nodes restarted together
+# do not all knock at the same instant.
+RETRY = Backoff(first=0.5, cap=10.0, jitter=0.5)
 
 
 def register_once(hub_url: str, node_url: str, capacity: int, secret: str) -> tuple[int, int]:
@@ -41,16 +36,16 @@ def keep_registering(
     node: Node, hub_url: str, node_url: str, capacity: int, secret: str, stop: threading.Event
 ) -> None:
     """Loop for the node's lifetime: whenever the node is not registered, register it."""
-    attempt = 0
+    failures = 0
     while not stop.is_set():
         if node.registered.is_set():
             stop.wait(0.2)
             continue
         try:
             node.mark_registered(*register_once(hub_url, node_url, capacity, secret))
-            attempt = 0
+            failures = 0
         except (requests.RequestException, ValueError, KeyError) as error:
-            delay = backoff_delay(attempt)
+            failures += 1
+            delay = RETRY.delay(failures, random.random())
             log.warning("registration failed hub=%s retry_in=%.1fs error=%s", hub_url, delay, error)
-            attempt += 1
             stop.wait(delay)

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from blackwidow.alerts.sender import SendFailed, WebhookSender
 from blackwidow.models import Webhook, WebhookDelivery, utcnow
 from blackwidow.settings import Settings
+from sources.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -28,18 +29,8 @@ BATCH = 50  # rows claimed per round
 CLAIM_FOR = 60.0  # seconds a claimed row waits before another round may take it again
 KEEP = 100  # finished deliveries kept per webhook, newest first
 IDLE_INTERVAL = 1.0  # seconds between looks at the outbox when nothing was due
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """Seconds before attempt n+1 after n failed ones: first, doubling, capped."""
-
-    first_after: float = 2.0
-    max_after: float = 600.0
-    attempts: int = 12  # retries over about 37 minutes in all
-
-    def after(self, failed: int) -> float:
-        return min(self.max_after, self.first_after * 2 ** (failed - 1))
+REDELIVERY = Backoff(first=2.0, cap=600.0)  # seconds before attempt n+1 after n failed ones
+ATTEMPTS = 12  # retries over about 37 minutes in all
 
 
 Send = Callable[[str, str, str, str], int]  # (url, secret, body, event type) -> HTTP status
@@ -60,12 +51,14 @@ class Deliverer:
         sessions: sessionmaker[Session],
         send: Send,
         cluster_hook: tuple[str, str] | None,
-        backoff: Backoff = Backoff(),
+        retry: Backoff = REDELIVERY,
+        attempts: int = ATTEMPTS,
     ) -> None:
         self._sessions = sessions
         self._send = send
         self._cluster_hook = cluster_hook  # (url, secret) from the settings
-        self._backoff = backoff
+        self._retry = retry
+        self._attempts = attempts
 
     def deliver_due(self, now: datetime) -> int:
         """Send every row due at `now` (a batch at most); how many were sent."""
@@ -136,10 +129,10 @@ class Deliverer:
         values: dict = {"last_status": status, "last_error": error}
         if delivered:
             values.update(status="delivered", finished_at=now, next_attempt_at=None)
-        elif row.attempts >= self._backoff.attempts:
+        elif row.attempts >= self._attempts:
             values.update(status="failed", finished_at=now, next_attempt_at=None)
         else:
-            retry_at = now + timedelta(seconds=self._backoff.after(row.attempts))
+            retry_at = now + timedelta(seconds=self._retry.delay(row.attempts))
             values.update(next_attempt_at=retry_at)
         if not delivered:
             reason = error or f"HTTP {status}"

@@ -22,10 +22,12 @@ from sqlalchemy.exc import DBAPIError, TimeoutError
 from blackwidow.api.context import hub
 from blackwidow.db import is_contention, is_unreachable
 from blackwidow.errors import ApiError
+from sources.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
-PAUSES = (0.02, 0.1)  # seconds before each new attempt (jittered): two retries at most
+RETRIES = 2  # a quick refusal is run again twice at most
+PAUSE = Backoff(first=0.05, cap=0.1, jitter=0.5)  # seconds before each retry
 RETRY_AFTER = 1  # seconds, for the caller once the retries are spent
 
 
@@ -37,7 +39,7 @@ def retrying(view: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(view)
     def run(*args: Any, **kwargs: Any) -> Any:
         budget = hub().settings.database_busy_timeout
-        attempt = 0
+        failures = 0
         while True:
             started = time.monotonic()
             try:
@@ -48,10 +50,10 @@ def retrying(view: Callable[..., Any]) -> Callable[..., Any]:
                 if not is_contention(error):
                     raise
                 waited = time.monotonic() - started
-                if attempt == len(PAUSES) or waited >= budget / 2:
+                failures += 1
+                if failures > RETRIES or waited >= budget / 2:
                     raise _busy(waited) from None
-            time.sleep(PAUSES[attempt] * random.uniform(0.5, 1.5))
-            attempt += 1
+            time.sleep(PAUSE.delay(failures, random.random()))
 
     return run
 

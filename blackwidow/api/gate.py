@@ -14,10 +14,10 @@ from typing import Any
 
 from flask import Flask, g, request
 
+from blackwidow import session_cookie
 from blackwidow.api.context import hub
 from blackwidow.api.json_body import refuse_unreadable_json
 from blackwidow.auth import identify
-from blackwidow.dashboard import session as dashboard_session
 from blackwidow.tokens import require_cluster
 
 OPEN = frozenset({"static", "api-docs.openapi_json", "health.healthz", "health.health_detail"})
@@ -48,7 +48,7 @@ def _guarded(endpoint: str, view: Callable[..., Any]) -> Callable[..., Any]:
 def _admit(endpoint: str) -> None:
     """Raise the 401 for a caller this endpoint does not admit; remember who is calling."""
     if endpoint.startswith(SIGNED_IN):
-        dashboard_session.admit(open_page=endpoint in OPEN)
+        session_cookie.admit(hub().sessions, hub().settings.admin_token, endpoint in OPEN)
         return
     if endpoint in OPEN:
         return

@@ -1,6 +1,7 @@
 """The operators' dashboard at `/`: server-rendered pages over the same functions the REST
 API uses, signed in with an API token kept as a hash in a session cookie. Its views pass the
-API's gate (blackwidow.api.gate), which names the caller by that cookie here."""
+API's gate (blackwidow.api.gate), which names the caller by that cookie
+(blackwidow.session_cookie)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from flask import Flask
 
 from blackwidow.dashboard import cluster_page, crawler_pages, signin, users_page
 from blackwidow.dashboard.blueprint import blp
-from blackwidow.dashboard.session import configure
+from blackwidow.session_cookie import configure
 from blackwidow.settings import Settings
 
 __all__ = ["cluster_page", "crawler_pages", "init_dashboard", "signin", "users_page"]

@@ -13,8 +13,8 @@ from flask_wtf.csrf import CSRFError
 from blackwidow import accounts
 from blackwidow.api.context import hub
 from blackwidow.dashboard import display
-from blackwidow.dashboard.session import SignInRequired
 from blackwidow.errors import ApiError
+from blackwidow.session_cookie import SignInRequired
 from blackwidow.store import StoreUnavailable
 
 blp = Blueprint(

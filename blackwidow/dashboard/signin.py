@@ -11,7 +11,8 @@ from __future__ import annotations
 from flask import redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
-from blackwidow.dashboard import session
+from blackwidow import session_cookie
+from blackwidow.api.context import hub
 from blackwidow.dashboard.blueprint import blp, safe_next
 from blackwidow.errors import ApiError
 
@@ -27,7 +28,7 @@ def signin() -> ResponseReturnValue:
     try:
         if not token or len(token) > MAX_TOKEN_CHARS:
             raise ApiError(401, "unauthorized", "missing bearer token", "token")
-        session.sign_in(token)
+        session_cookie.sign_in(hub().sessions, hub().settings.admin_token, token)
     except ApiError:
         message = "That token is not a user's or the admin's token."
         page = render_template("dashboard/signin.html", wanted=wanted, message=message)
@@ -37,5 +38,5 @@ def signin() -> ResponseReturnValue:
 
 @blp.route("/signout", methods=["POST"])
 def signout() -> ResponseReturnValue:
-    session.sign_out()
+    session_cookie.sign_out()
     return redirect(url_for("dashboard.signin"), 303)

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from blackwidow.metrics.figures import MonitorFigures
+from blackwidow.monitor.figures import MonitorFigures
 from blackwidow.monitor.node_client import NodeClient, NodeRejected, NodeTarget, NodeUnreachable
 from blackwidow.monitor.poller import in_parallel
 from blackwidow.monitor.reload import Plan

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from blackwidow import changes, credentials
+from blackwidow import changes, crawler_keys
 from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.tracked import Tracked, load, recorded_assignments, user_limits
 from blackwidow.node_protocol import Shard
@@ -47,7 +47,7 @@ class Intake:
             memory.crawlers[c].user_id for c in ids if c in memory.crawlers
         }
         limits = user_limits(session, users)
-        secrets = credentials.secrets_for(session, list(fresh.values()))
+        secrets = crawler_keys.secrets_for(session, list(fresh.values()))
         with memory.lock:
             for crawler_id in ids:
                 self._replace(crawler_id, fresh.get(crawler_id), secrets.get(crawler_id))
@@ -67,7 +67,7 @@ class Intake:
         crawlers = load(session, self._shard)
         limits = user_limits(session)
         self.recorded = recorded_assignments(session, self._shard)
-        self.secrets = credentials.secrets_for(session, list(crawlers.values()))
+        self.secrets = crawler_keys.secrets_for(session, list(crawlers.values()))
         with memory.lock:
             for crawler_id, crawler in crawlers.items():
                 if (old := memory.crawlers.get(crawler_id)) is not None:

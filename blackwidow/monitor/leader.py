@@ -120,7 +120,7 @@ def record_cycle(
     name: str = LOCK,
     figures: dict[str, Any] | None = None,
 ) -> None:
-    """The holder's latest cycle, and its figures (blackwidow.metrics.figures) when given."""
+    """The holder's latest cycle, and its figures (blackwidow.monitor.figures) when given."""
     values: dict[str, Any] = {"last_cycle_at": at, "last_cycle_seconds": seconds}
     if figures is not None:
         values["figures"] = figures

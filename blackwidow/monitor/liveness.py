@@ -15,11 +15,11 @@ from datetime import timedelta
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from blackwidow.metrics.figures import MonitorFigures
 from blackwidow.models import LIVE_NODE_STATES, Assignment, Node, utcnow
 from blackwidow.monitor import leases, pruning
 from blackwidow.monitor.alerting import PollAlerts
 from blackwidow.monitor.detector import FailureDetector, Verdict
+from blackwidow.monitor.figures import MonitorFigures
 from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient, NodeTarget
 from blackwidow.monitor.poller import NodeReport, poll_all

@@ -24,11 +24,11 @@ from collections.abc import Callable
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow.alerts.events import Emitter
-from blackwidow.metrics.figures import MonitorFigures
 from blackwidow.models import utcnow
 from blackwidow.monitor import holders, leader
 from blackwidow.monitor.alerting import PollAlerts
 from blackwidow.monitor.detector import PhiAccrualDetector, PhiSettings
+from blackwidow.monitor.figures import MonitorFigures
 from blackwidow.monitor.liveness import Liveness
 from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient

@@ -20,10 +20,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from blackwidow import changes
 from blackwidow.alerts import events
 from blackwidow.alerts.events import Emitter, Event
-from blackwidow.metrics.figures import MonitorFigures
 from blackwidow.monitor import leases
 from blackwidow.monitor.desired import facts, spec
 from blackwidow.monitor.execute import Outcome, execute
+from blackwidow.monitor.figures import MonitorFigures
 from blackwidow.monitor.intake import Intake
 from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient, NodeTarget

@@ -12,8 +12,11 @@ from collections.abc import Mapping
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 
+from sources.backoff import Backoff
+
 MAX_LIFETIME = 24 * 3600.0  # max-age, Expires or Retry-After silence a feed a day at most
-BACKOFF_CAP = 10  # a failing feed is retried at most this many intervals apart
+# in intervals, not seconds: a failing feed is retried at most ten intervals apart
+FAILED_POLLS = Backoff(first=2.0, cap=10.0)
 _MAX_AGE = re.compile(r"(?:^|[,\s])max-age\s*=\s*\"?(\d+)\"?", re.IGNORECASE)
 _NO_CACHE = re.compile(r"(?:^|[,\s])(?:no-cache|no-store)\b", re.IGNORECASE)
 
@@ -67,8 +70,8 @@ def after_success(now: float, interval: float, *lifetimes: float | None) -> floa
 
 def backoff(interval: float, failures: int) -> float:
     """Wait after `failures` failures in a row: doubling intervals (2, 4, 8, ...) up to
-    BACKOFF_CAP intervals, so a failing feed costs its server a trickle, not a storm."""
-    return interval * min(2 ** min(failures, 16), BACKOFF_CAP)
+    ten intervals (FAILED_POLLS), so a failing feed costs its server a trickle, not a storm."""
+    return interval * FAILED_POLLS.delay(failures)
 
 
 def after_failure(now: float, interval: float, failures: int, asked: float | None = None) -> float:

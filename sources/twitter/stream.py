@@ -20,7 +20,7 @@ from typing import Any
 import tweepy
 
 from sources import api_session
-from sources.backoff import doubling_delay
+from sources.backoff import Backoff
 from sources.fetch.fetcher import GuardedFetcher
 from sources.model import Item, SourceSink, SubscriberSpec
 from sources.observer import UNOBSERVED, SourceObserver
@@ -35,8 +35,7 @@ from sources.twitter.rules import Group, RemoteRule, TermTooLong
 log = logging.getLogger(__name__)
 
 SETTLE = 0.3  # seconds without rule changes before they are sent: a hub's pushes come in a burst
-RULES_RETRY_FIRST = 1.0
-RULES_RETRY_MAX = 60.0
+RULES_RETRY = Backoff(first=1.0, cap=60.0)  # seconds between rules calls X refused
 # seconds: a stopped source sends its last rules call within this or not at all, so a stop
 # never leaves a thread waiting on an X that does not answer
 CLEANUP_WAIT = 10.0
@@ -160,7 +159,7 @@ class TwitterStreamSource:
                 log.warning("rules update failed key=%s error=%s", self.key, message)
                 self._report(message)
                 self._changed.set()
-                self._stop.wait(doubling_delay(failures, RULES_RETRY_FIRST, RULES_RETRY_MAX))
+                self._stop.wait(RULES_RETRY.delay(failures))
         self._leave_app()
 
     def _settled(self) -> bool:

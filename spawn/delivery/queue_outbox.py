@@ -16,11 +16,12 @@ from itertools import groupby
 from typing import Any
 
 from blackwidow.queue.base import ItemQueue, QueueError, require_crawler_ids
-from sources.backoff import doubling_delay
+from sources.backoff import Backoff
 from sources.model import Item
 from spawn.delivery.spool import Entry, Spool
 
 BATCH = 500  # waiting entries sent per round trip while catching up
+PUSH_RETRY = Backoff(first=0.2, cap=10.0)  # seconds between pushes to a queue that fails
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ class Outbox:
             self._wake.wait()
             self._wake.clear()
             with self._lock:
-                delay = doubling_delay(self._failures_in_a_row)
+                delay = PUSH_RETRY.delay(self._failures_in_a_row)
             if self._stopping.wait(delay):
                 return
             if not self._flush():

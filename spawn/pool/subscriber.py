@@ -28,7 +28,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from sources.backoff import doubling_delay
+from sources.backoff import Backoff
 from sources.filters import keyword_matcher, matches
 from sources.model import Item, SubscriberSpec
 from sources.segments import id_ttl, versioned
@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 BUFFER_ITEMS = 5000  # items held per subscriber while the store is down or the lease is spent
 DAY_SECONDS = 86400
+STORE_RETRY = Backoff(first=0.2, cap=10.0)  # seconds between writes to a store that fails
 
 
 class ItemSink(Protocol):
@@ -280,7 +281,7 @@ class Subscriber:
             log.warning("store write failed crawler=%s error=%s", self.spec.crawler_id, error)
         self._failing = True
         self._failures += 1
-        self._retry_at = self._clock() + doubling_delay(self._failures)
+        self._retry_at = self._clock() + STORE_RETRY.delay(self._failures)
         self.last_error = f"store: {error}"
         self._changed()
         self._on_failing(self)

@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import db
 from blackwidow.alerts.outbox import Outbox
-from blackwidow.metrics.figures import MonitorFigures
 from blackwidow.monitor import leader
+from blackwidow.monitor.figures import MonitorFigures
 from blackwidow.monitor.loop import lease_after, lock_ttl, shard_halves
 from blackwidow.monitor.memory import ShardMemory
 from blackwidow.node_protocol import Shard, shard_of

@@ -16,9 +16,8 @@ import redis
 
 from blackwidow.queue import QueueError, RedisStreamQueue, item_from_entry, open_queue
 from blackwidow.queue.redis_stream import stream_key
-from sources.backoff import doubling_delay
 from sources.model import Item
-from spawn.delivery.queue_outbox import Outbox
+from spawn.delivery.queue_outbox import PUSH_RETRY, Outbox
 from spawn.delivery.spool import Spool
 from tests.services.redis import Redis as RedisServer
 from tests.support import wait_until
@@ -231,7 +230,7 @@ def test_open_queue(redis_url):
 
 
 def test_retry_delays_double_from_a_fifth_of_a_second_to_ten():
-    delays = [doubling_delay(failures) for failures in range(9)]
+    delays = [PUSH_RETRY.delay(failures) for failures in range(9)]
     assert delays == [0.0, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 10.0, 10.0]
 
 

@@ -14,15 +14,17 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow.alerts import events
-from blackwidow.alerts.delivery import KEEP, Backoff, Deliverer
+from blackwidow.alerts.delivery import KEEP, Deliverer
 from blackwidow.alerts.history import recent
 from blackwidow.alerts.outbox import Outbox
 from blackwidow.alerts.sender import WebhookSender
 from blackwidow.models import Webhook, WebhookDelivery, utcnow
+from sources.backoff import Backoff
 from tests.servers.webhook_receiver import WebhookReceiver
 
 CLUSTER_SECRET = "cluster-hook-secret"
-BACKOFF = Backoff(first_after=10.0, max_after=40.0, attempts=4)
+RETRY = Backoff(first=10.0, cap=40.0)
+ATTEMPTS = 4
 LOOPBACK = frozenset({"127.0.0.1"})
 
 
@@ -36,7 +38,7 @@ def deliverer(
     sessions: sessionmaker[Session], receiver: WebhookReceiver, allow: frozenset[str] = LOOPBACK
 ) -> Deliverer:
     hook = (f"{receiver.url}/cluster", CLUSTER_SECRET)
-    return Deliverer(sessions, WebhookSender(allow).send, hook, BACKOFF)
+    return Deliverer(sessions, WebhookSender(allow).send, hook, RETRY, ATTEMPTS)
 
 
 def add_hook(sessions: sessionmaker[Session], user_id: int, url: str, secret: str) -> int:
@@ -93,10 +95,10 @@ def test_a_delivery_gives_up_after_its_attempts(sessions, receiver) -> None:
     receiver.fail_first = 100
     emit(sessions, events.node_dead(1, "http://n1"))
     worker, now = deliverer(sessions, receiver), utcnow()
-    for _ in range(BACKOFF.attempts + 2):
+    for _ in range(ATTEMPTS + 2):
         worker.deliver_due(now)
-        now += timedelta(seconds=BACKOFF.max_after)
-    assert len(receiver.received) == BACKOFF.attempts
+        now += timedelta(seconds=RETRY.cap)
+    assert len(receiver.received) == ATTEMPTS
     with sessions() as session:
         [row] = recent(session, None, 10)
     assert (row.status, row.last_status, row.next_attempt_at) == ("failed", 500, None)

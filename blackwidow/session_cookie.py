@@ -1,4 +1,5 @@
-"""Who is signed in to the dashboard: the session cookie, its settings and the form check.
+"""Who is signed in to the dashboard: the session cookie, its settings, signing in, and the
+check the API's gate (blackwidow.api.gate) runs before every dashboard view.
 
 The cookie keeps the hash of the token signed in with, never the token: it is checked again
 on every request (blackwidow.auth.identify_by_hash), so a changed admin token or a deleted
@@ -14,8 +15,8 @@ from datetime import timedelta
 from flask import Flask, current_app, g, request, session
 from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFProtect
+from sqlalchemy.orm import Session, sessionmaker
 
-from blackwidow.api.context import hub
 from blackwidow.auth import Caller, identify, identify_by_hash
 from blackwidow.settings import Settings, session_key
 from blackwidow.tokens import hash_token
@@ -60,12 +61,11 @@ def configure(app: Flask, settings: Settings) -> CSRFProtect:
     return CSRFProtect(app)
 
 
-def sign_in(token: str) -> Caller:
+def sign_in(sessions: sessionmaker[Session], admin_token: str | None, token: str) -> Caller:
     """Check a token as the API would; start a fresh session (never one an attacker planted)
     holding its hash. Raises the API's 401 for a wrong token."""
-    settings = hub().settings
-    with hub().sessions() as db:
-        who = identify(db, f"Bearer {token}", settings.admin_token)
+    with sessions() as db:
+        who = identify(db, f"Bearer {token}", admin_token)
     session.clear()
     session.permanent = True
     session[_TOKEN_HASH] = hash_token(token)
@@ -76,22 +76,22 @@ def sign_out() -> None:
     session.clear()
 
 
-def admit(open_page: bool) -> None:
+def admit(sessions: sessionmaker[Session], admin_token: str | None, open_page: bool) -> None:
     """Run by the API's gate for every dashboard view, before the view reads its form: settle
     the caller from the session (a stranger is sent to sign in), then check the CSRF token of
     any form posted, the sign-in form included."""
     if not open_page:
-        g.caller = signed_in()
+        g.caller = _signed_in(sessions, admin_token)
     if request.method not in ("GET", "HEAD"):
         current_app.extensions["csrf"].protect()
 
 
-def signed_in() -> Caller:
+def _signed_in(sessions: sessionmaker[Session], admin_token: str | None) -> Caller:
     token_hash = session.get(_TOKEN_HASH)
     if not isinstance(token_hash, str):
         raise SignInRequired
-    with hub().sessions() as db:
-        who = identify_by_hash(db, token_hash, hub().settings.admin_token)
+    with sessions() as db:
+        who = identify_by_hash(db, token_hash, admin_token)
     if who is None:
         session.clear()
         raise SignInRequired
