@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from typing import Any
@@ -11,9 +10,8 @@ from typing import Any
 from blackwidow import serving
 from blackwidow.metrics.exposition import MetricsAccess
 from blackwidow.node_protocol import REPLAY_WINDOW
-from blackwidow.queue import open_queue
 from blackwidow.settings import Settings
-from blackwidow.store import Store, StoreUnavailable, open_store
+from blackwidow.store import Store
 from sources.credentials import CredentialBook
 from sources.fetch.fetcher import GuardedFetcher
 from sources.fetch.scheduler import FetchScheduler
@@ -21,10 +19,7 @@ from sources.registry import opener
 from sources.source_type import SourceContext
 from spawn import registration, watchdog
 from spawn.app import create_node_app
-from spawn.delivery.delivery_ledger import SqliteLedger, ledger_path
-from spawn.delivery.queue_outbox import Outbox
-from spawn.delivery.sink import NodeSink
-from spawn.delivery.spool import Spool, spool_path
+from spawn.delivery.opening import open_delivery
 from spawn.load import ProcessLoad
 from spawn.metrics import NodeMetrics
 from spawn.node import Node
@@ -40,14 +35,9 @@ def run_node(
 ) -> None:
     """Serve a node until it is told to stop (docs/architecture.md "How a crawler runs", steps
     2, 4, 5 and 7)."""
-    store = open_store(settings.store_url)
-    outbox = _open_outbox(settings, host, port)
     metrics = NodeMetrics()
-    sink = NodeSink(store, outbox, metrics)
-    try:
-        sink.replay_interrupted()
-    except StoreUnavailable as error:  # the first store write tries again
-        log.warning("outbox replay waits for the store error=%s", error)
+    delivery = open_delivery(settings, host, port, metrics)
+    sink, ledger = delivery.sink, delivery.ledger
     credentials = CredentialBook(settings.credentials)
     scheduler = FetchScheduler(
         fetchers=settings.fetchers,
@@ -69,7 +59,6 @@ def run_node(
         scheduler=scheduler,
         observer=metrics,
     )
-    ledger = _open_ledger(settings, host, port)
     pool = DataSourcePool(
         opener(context),
         sink,
@@ -77,9 +66,9 @@ def run_node(
         renewals=Renewals(time.monotonic),
         ledger=ledger or NO_LEDGER,
         observer=metrics,
-        seen_after=seen_after(settings, store),
+        seen_after=seen_after(settings, delivery.store),
     )
-    metrics.watch(pool, outbox.stats if outbox is not None else None)
+    metrics.watch(pool, delivery.outbox.stats if delivery.outbox is not None else None)
     if ledger is not None:
         left = ledger.left(since=time.time() - REPLAY_WINDOW)
         pool.restore_departed(left)
@@ -120,37 +109,15 @@ def run_node(
     scheduler.start()
     for thread in threads:
         thread.start()
-    if outbox is not None:
-        outbox.start()
+    delivery.start()
 
     def _shutdown() -> None:
         stop.set()
         node.pool.clear()
         scheduler.stop()
-        if outbox is not None:
-            outbox.stop()  # a last attempt to hand stored items to the queue
-        store.close()
-        if ledger is not None:
-            ledger.close()
+        delivery.close()
 
     serving.run(server, url, on_stop=_shutdown)
-
-
-def _open_outbox(settings: Settings, host: str, port: int) -> Outbox | None:
-    """The queue's outbox on this node's spool file, holding what a killed predecessor left."""
-    queue = open_queue(settings.redis_url, settings.queue_maxlen)
-    if queue is None:
-        return None
-    spool = Spool(spool_path(settings.outbox_dir, host, port, os.getpid()))
-    return Outbox(queue, spool, capacity=settings.node_buffer)
-
-
-def _open_ledger(settings: Settings, host: str, port: int) -> SqliteLedger | None:
-    """The delivery ledger on this node's address, holding what a killed predecessor's runs
-    delivered; none on a random port (port 0), where no successor would ever read it."""
-    if not port:
-        return None
-    return SqliteLedger(ledger_path(settings.outbox_dir, host, port, os.getpid()))
 
 
 def seen_after(settings: Settings, store: Store) -> float | None:
