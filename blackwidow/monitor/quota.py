@@ -27,7 +27,7 @@ class ShardBudget:
     limit: int  # the user's whole budget
     held_elsewhere: int = 0  # other shards' leases (or counts that ran ahead)
     stored_elsewhere: int = 0  # items other shards' crawlers stored
-    starved_elsewhere: int = 0  # other shards' runnable crawlers with no room under their lease
+    starved_elsewhere: int = 0  # other shards' busy crawlers with no room (waits_for_budget)
 
     @property
     def share(self) -> int:
@@ -104,6 +104,18 @@ def plan_leases(
         if grant > 0:
             plan[crawler_id] = held[crawler_id] + grant
     return plan
+
+
+def waits_for_budget(crawler: LeaseView, horizon: float) -> bool:
+    """Whether another shard's crawler waits for budget, as its own shard's planner sees it:
+    running, below its own limit, with no room under its lease, and busy (expecting an item
+    or more over the horizon). Its shard grants an idle one only what busy ones leave, so
+    here too it must not hold budget back: two shards each keeping the free budget for the
+    other's idle crawlers would leave it to nobody."""
+    below_limit = crawler.item_limit is None or crawler.count < crawler.item_limit
+    return (
+        below_limit and _headroom(crawler) <= 0 and crawler.running and not _idle(crawler, horizon)
+    )
 
 
 def _held(crawler: LeaseView) -> int:

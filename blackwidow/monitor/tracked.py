@@ -15,7 +15,7 @@ from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from blackwidow.models import Assignment, Crawler, User, utcnow
-from blackwidow.monitor.quota import ShardBudget
+from blackwidow.monitor.quota import LeaseView, ShardBudget, waits_for_budget
 from blackwidow.monitor.states import RUNNABLE_STATES
 from blackwidow.node_protocol import Shard
 from sources.model import SubscriberSpec
@@ -105,7 +105,9 @@ def user_limits(session: Session, user_ids: Collection[int] | None = None) -> di
     return limits
 
 
-def elsewhere(session: Session, limits: Mapping[int, int], shard: Shard) -> dict[int, ShardBudget]:
+def elsewhere(
+    session: Session, limits: Mapping[int, int], shard: Shard, horizon: float
+) -> dict[int, ShardBudget]:
     """user id -> the user's budget with what other shards' crawlers hold, stored and wait
     for, with the users' rows locked until the transaction ends: a shard leader that grants
     from the rest of a budget must not race another doing the same."""
@@ -120,6 +122,7 @@ def elsewhere(session: Session, limits: Mapping[int, int], shard: Shard) -> dict
                 Crawler.items_collected,
                 Crawler.item_limit,
                 Crawler.state,
+                Crawler.rate,
             ).where(Crawler.user_id.in_(chunk))
         )
         for row in rows:
@@ -130,16 +133,16 @@ def elsewhere(session: Session, limits: Mapping[int, int], shard: Shard) -> dict
             limit,
             held_elsewhere=sum(max(row.lease, row.items_collected) for row in others[user_id]),
             stored_elsewhere=sum(row.items_collected for row in others[user_id]),
-            starved_elsewhere=sum(_starved(row) for row in others[user_id]),
+            starved_elsewhere=sum(_waits(row, horizon) for row in others[user_id]),
         )
         for user_id, limit in limits.items()
     }
 
 
-def _starved(row: Any) -> bool:
-    """A crawler that should run but has no room under its lease: it waits for budget."""
-    below_limit = row.item_limit is None or row.items_collected < row.item_limit
-    return row.state in RUNNABLE_STATES and row.lease <= row.items_collected and below_limit
+def _waits(row: Any, horizon: float) -> bool:
+    running = row.state in RUNNABLE_STATES
+    view = LeaseView(0, row.items_collected, row.lease, row.rate, row.item_limit, running)
+    return waits_for_budget(view, horizon)
 
 
 # by id, in SQL alone: a crawler deleted since the memory read it updates nothing, where the

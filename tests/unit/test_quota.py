@@ -4,7 +4,13 @@ import random
 
 import pytest
 
-from blackwidow.monitor.quota import LeaseView, ShardBudget, exhausted, plan_leases
+from blackwidow.monitor.quota import (
+    LeaseView,
+    ShardBudget,
+    exhausted,
+    plan_leases,
+    waits_for_budget,
+)
 
 
 def view(
@@ -291,3 +297,27 @@ def test_a_lone_idle_crawler_s_lease_holds_steady() -> None:
 def test_an_idle_crawler_gets_only_what_busy_ones_leave() -> None:
     busy, idle = LeaseView(1, 0, 0, 5.0, None, True), LeaseView(2, 0, 0, 0.0, None, True)
     assert plan_leases(12, [busy, idle], 2.0, 10) == {1: 10, 2: 2}
+
+
+def test_a_crawler_waits_for_budget_only_when_busy_without_room_below_its_limit() -> None:
+    assert waits_for_budget(LeaseView(1, 5, 5, 3.0, None, True), 2.0)
+    assert not waits_for_budget(LeaseView(1, 5, 5, 0.0, None, True), 2.0)  # idle
+    assert not waits_for_budget(LeaseView(1, 5, 8, 3.0, None, True), 2.0)  # room left
+    assert not waits_for_budget(LeaseView(1, 5, 5, 3.0, 5, True), 2.0)  # at its own limit
+    assert not waits_for_budget(LeaseView(1, 5, 5, 3.0, None, False), 2.0)  # not running
+
+
+def test_two_shards_whose_waiting_crawlers_rates_decayed_still_grant_the_free_budget() -> None:
+    """Each shard's crawlers used their leases and wait; their rates fell while they could
+    not store. Holding the free budget back for the other shard's crawlers, which that shard
+    treats as idle, left it to nobody: the user's budget stalled at 5 of 25."""
+    horizon, min_grant, limit = 2.0, 10, 25
+    shards = [
+        [LeaseView(c, 1, 1, 0.0, None, True) for c in (1, 2, 3)],
+        [LeaseView(c, 1, 1, 0.0, None, True) for c in (4, 5)],
+    ]
+    for mine, theirs in (shards, shards[::-1]):
+        held_elsewhere = sum(max(view.lease, view.count) for view in theirs)
+        wanted_elsewhere = min_grant * sum(waits_for_budget(view, horizon) for view in theirs)
+        plan = plan_leases(limit - held_elsewhere, mine, horizon, min_grant, wanted_elsewhere)
+        assert any(plan.get(view.crawler_id, view.lease) > view.lease for view in mine)
