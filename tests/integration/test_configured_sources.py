@@ -87,6 +87,13 @@ def test_equal_configurations_share_one_data_source_whatever_their_keywords(
         what="the keyword's item",
     )
     assert twin["uuid"] == first["uuid"] != other["uuid"]
+    wait_until(
+        lambda: all(
+            c.get(token, crawler["id"])["state"] == "running" for crawler in (first, other)
+        ),
+        timeout=60,
+        what="every crawler running",
+    )
     health = c.node_health(c.nodes[0])
     assert len(health["data_sources"]) == 2
 
