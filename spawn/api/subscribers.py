@@ -28,7 +28,7 @@ from sources.registry import SOURCE_TYPES
 from spawn.api.blueprint import Blueprint, hub_call
 from spawn.node import Node
 
-# Instances, read by every call: webargs would build a schema given as a class at each one.
+# Built once: webargs builds a schema given as a class anew at every call, and so would we.
 SPECS = SubscriberSpecSchema()
 CALL = CallHeaders()
 POLL = PollHeaders()
