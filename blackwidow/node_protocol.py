@@ -31,6 +31,11 @@ class ProtocolError(ValueError):
     """A header the other side sent is malformed; str() says why."""
 
 
+def whole_number(text: str) -> bool:
+    """ASCII digits only: int() refuses some of what str.isdigit() takes ("\xb2")."""
+    return text.isascii() and text.isdigit()
+
+
 @dataclass(frozen=True)
 class Shard:
     """Monitor shard `index` of `count`: the crawlers whose source keys hash to it."""
@@ -84,7 +89,7 @@ class Cursor:
         if not text:
             return None
         stream, _, seq = text.rpartition(":")
-        if not stream or not seq.isdigit():
+        if not stream or not whole_number(seq):
             raise ProtocolError("expected a cursor as STREAM:SEQ")
         return cls(stream, int(seq))
 
@@ -140,7 +145,7 @@ def generation(text: str | None) -> int:
 def epoch(text: str | None) -> int | None:
     if text is None:
         return None
-    if not text.isdigit():
+    if not whole_number(text):
         raise ProtocolError("an epoch is a whole number")
     return int(text)
 

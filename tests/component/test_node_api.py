@@ -100,6 +100,9 @@ RSS = {"crawler_id": 1, "user_id": 1, "source": "rss", "query": {"feeds": ["http
         ("GET", "/subscribers", {SHARD_HEADER: "1/1"}, None, 400, SHARD_HEADER),
         ("GET", "/subscribers", {EPOCH_HEADER: "x"}, None, 400, EPOCH_HEADER),
         ("GET", "/subscribers", {SINCE_HEADER: "a:b"}, None, 400, SINCE_HEADER),
+        # a digit to str.isdigit, not to int(): these were 500s
+        ("GET", "/subscribers", {EPOCH_HEADER: "\xb2"}, None, 400, EPOCH_HEADER),
+        ("GET", "/subscribers", {SINCE_HEADER: "a:\xb2"}, None, 400, SINCE_HEADER),
         ("GET", "/subscribers", {ASSIGNED_HEADER: "1,x"}, None, 400, ASSIGNED_HEADER),
         ("GET", "/subscribers", {RENEWAL_HEADER: "0 token"}, None, 400, RENEWAL_HEADER),
         ("PUT", "/subscribers/1", {}, {**RSS, "lease": -1}, 422, "lease"),
