@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from flask import Flask, jsonify
 from flask.typing import ResponseReturnValue
-from flask_smorest import Api
-from werkzeug.exceptions import HTTPException
 
 from blackwidow import db
 from blackwidow.alerts.outbox import Outbox
@@ -24,9 +22,8 @@ from blackwidow.api import (
 from blackwidow.api.contention import retry_every_view
 from blackwidow.api.context import Hub
 from blackwidow.api.gate import guard_every_view
-from blackwidow.api.schemas import ErrorOut
 from blackwidow.dashboard import init_dashboard
-from blackwidow.errors import error_body, http_error_response, register_error_handlers
+from blackwidow.errors import ErrorShapedApi, error_body, register_error_handlers
 from blackwidow.metrics.hub import serve_hub_metrics
 from blackwidow.monitor.node_client import NodeClient
 from blackwidow.queue import open_queue
@@ -35,15 +32,6 @@ from blackwidow.store import Store, StoreUnavailable, open_store
 
 MAX_REQUEST_BYTES = 1024 * 1024
 NODE_ANSWER_TIMEOUT = 2.0  # a crawler's page waits this long for its node's word on its feeds
-
-
-class HubApi(Api):
-    """flask-smorest's Api, speaking the project's one error shape."""
-
-    ERROR_SCHEMA = ErrorOut
-
-    def handle_http_exception(self, error: HTTPException):  # type: ignore[no-untyped-def]
-        return http_error_response(error)
 
 
 def create_app(settings: Settings, store: Store | None = None) -> Flask:
@@ -69,7 +57,7 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         alerts=Outbox(cluster_hook=settings.webhook_url is not None),
         queue=open_queue(settings.redis_url, settings.queue_maxlen),
     )
-    api = HubApi(app)
+    api = ErrorShapedApi(app)
     for blueprint in (
         health.blp,
         users.blp,

@@ -7,6 +7,8 @@ from typing import Any
 
 from flask import Flask, jsonify
 from flask.typing import ResponseReturnValue
+from flask_smorest import Api
+from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
 
 
@@ -85,6 +87,25 @@ def http_error_response(error: HTTPException) -> ResponseReturnValue:
 def api_error_response(error: ApiError) -> ResponseReturnValue:
     headers = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
     return jsonify(error_body(error.code, error.message, error.field)), error.status, headers
+
+
+class ErrorDetail(Schema):
+    code = fields.String()
+    message = fields.String()
+    field = fields.String(allow_none=True)
+
+
+class ErrorOut(Schema):
+    error = fields.Nested(ErrorDetail)
+
+
+class ErrorShapedApi(Api):
+    """flask-smorest's Api, answering and describing its errors in the one error shape."""
+
+    ERROR_SCHEMA = ErrorOut
+
+    def handle_http_exception(self, error: HTTPException):  # type: ignore[no-untyped-def]
+        return http_error_response(error)
 
 
 def register_error_handlers(app: Flask) -> None:

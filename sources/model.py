@@ -59,7 +59,8 @@ class Item:
 
 @dataclass(frozen=True)
 class SubscriberSpec:
-    """What the hub pushes to a node for one crawler (`PUT /subscribers/<crawler id>`).
+    """What the hub pushes to a node for one crawler (`PUT /subscribers/<crawler id>`). A node
+    reads one only through `blackwidow.node_schemas.SubscriberSpecSchema`, which checks it.
 
     `lease` is the user-budget ceiling: the crawler's total stored items may not exceed it
     (None when the user has no limit). `item_limit` is the crawler's own ceiling.
@@ -111,11 +112,6 @@ class SubscriberSpec:
         if data["schedule"] is None:
             del data["schedule"]
         return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SubscriberSpec:
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
 
     def digest(self) -> str:
         """Stable fingerprint: equal specs give equal digests in every process."""

@@ -12,8 +12,8 @@ from marshmallow import Schema, fields, validate
 from blackwidow import feed_lists, opml
 from blackwidow.api.context import caller, transaction
 from blackwidow.api.crawlers import crawler_out
-from blackwidow.api.schemas import MAX_BATCH, CrawlerBatchOut, ErrorOut
-from blackwidow.errors import ApiError
+from blackwidow.api.schemas import MAX_BATCH, CrawlerBatchOut
+from blackwidow.errors import ApiError, ErrorOut
 from sources.rss.query import MAX_FEEDS
 
 OPML_TYPE = "text/x-opml"

@@ -290,16 +290,6 @@ class DeliveryOut(Schema):
     finished_at = fields.DateTime(allow_none=True)
 
 
-class ErrorDetail(Schema):
-    code = fields.String()
-    message = fields.String()
-    field = fields.String(allow_none=True)
-
-
-class ErrorOut(Schema):
-    error = fields.Nested(ErrorDetail)
-
-
 def validated(schema: Schema, data: Any) -> dict[str, Any]:
     """`data` loaded by `schema`, or the 422 naming the first bad field: for input that does
     not come through a REST view's arguments (the dashboard's forms), checked alike."""

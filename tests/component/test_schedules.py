@@ -17,7 +17,7 @@ from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.poller import NodeReport
 from blackwidow.node_protocol import Cursor
 from sources.credentials import CredentialBook
-from spawn.app import parse_spec
+from spawn.api.subscribers import parse_spec
 from tests.component.conftest import bearer, make_reconciler
 
 FEED = "https://example.com/feed.xml"

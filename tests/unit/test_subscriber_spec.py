@@ -1,11 +1,15 @@
-"""SubscriberSpec: its ceiling, a digest stable across spellings, and its JSON round trip."""
+"""SubscriberSpec: its ceiling, a digest stable across spellings, and its JSON round trip
+through the one reader of a pushed spec."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
+from marshmallow import ValidationError
 
+from blackwidow.node_schemas import SubscriberSpecSchema
 from sources.model import SubscriberSpec
 
 
@@ -71,20 +75,29 @@ def test_digest_changes_when_lease_changes(before, after):
 
 @pytest.mark.parametrize(
     "original",
-    [spec(), spec(item_limit=100, lease=40), spec(query={"feeds": [], "keywords": []})],
+    [
+        spec(),
+        spec(item_limit=100, lease=40, retention_days=30),
+        spec(priority="high", recollect_after=86_400, schedule={"every": 600}),
+    ],
 )
-def test_json_round_trip(original):
+def test_json_round_trip_through_the_nodes_reader(original):
     data = json.loads(json.dumps(original.to_json()))  # as it crosses HTTP
-    restored = SubscriberSpec.from_json(data)
+    restored = SubscriberSpecSchema().load(data)
     assert restored == original
     assert restored.digest() == original.digest()
 
 
-def test_from_json_ignores_unknown_keys():
-    data = {**spec(lease=5).to_json(), "added_in_a_later_release": True, "state": "running"}
-    assert SubscriberSpec.from_json(data) == spec(lease=5)
+def test_the_reader_declares_every_field_of_the_spec():
+    assert set(SubscriberSpecSchema().fields) == {f.name for f in dataclasses.fields(spec())}
 
 
-def test_from_json_defaults_missing_limits():
+def test_the_reader_refuses_unknown_keys():
+    with pytest.raises(ValidationError) as refused:
+        SubscriberSpecSchema().load({**spec().to_json(), "state": "running"})
+    assert list(refused.value.messages) == ["state"]
+
+
+def test_the_reader_defaults_missing_limits():
     data = {"crawler_id": 7, "user_id": 3, "source": "rss", "query": spec().query}
-    assert SubscriberSpec.from_json(data) == spec()
+    assert SubscriberSpecSchema().load(data) == spec()

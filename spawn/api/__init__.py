@@ -1,0 +1,1 @@
+"""The node's HTTP face, one flask-smorest blueprint per resource (see spawn.app)."""
