@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from blackwidow.queue import item_from_entry
-from blackwidow.queue.redis_stream import stream_key
+from blackwidow.queue.entries import stream_key
 from tests.integration.conftest import MEASUREMENTS, Cluster, post_numbers
 from tests.services.cassandra import Cassandra
 from tests.support import wait_until
