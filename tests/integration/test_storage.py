@@ -17,8 +17,9 @@ import redis
 
 from blackwidow.queue import item_from_entry
 from blackwidow.queue.entries import stream_key
-from tests.integration.conftest import MEASUREMENTS, Cluster, post_numbers
+from tests.integration.conftest import Cluster, post_numbers
 from tests.services.cassandra import Cassandra
+from tests.summary import MEASUREMENTS
 from tests.support import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -82,6 +83,7 @@ def test_items_reach_cassandra_and_the_redis_stream(
     assert sum(h["queue"]["pushed"] for h in node_health) == sum(expected.values())
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(480)  # three Cassandra start-ups of its own
 def test_a_node_rides_out_cassandra_stopping_and_starting(
     cluster: Callable[..., Cluster], tmp_path: Path
