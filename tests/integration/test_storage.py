@@ -50,7 +50,8 @@ def test_items_reach_cassandra_and_the_redis_stream(
     store_url = fresh_keyspace_url(cassandra_service.contact_points)
     assert "applied versions [1, 2, 3]" in db_upgrade(store_url, tmp_path)
     assert "already current" in db_upgrade(store_url, tmp_path)
-    queue_url = redis_url.rsplit("/", 1)[0] + "/5"  # a database of this test's own
+    # a database of this test's own: the last of Redis' 16 (xdist workers take 1, 2, ...)
+    queue_url = redis_url.rsplit("/", 1)[0] + "/15"
     streams = redis.Redis.from_url(queue_url)
     streams.flushdb()
     running = cluster(2, BLACKWIDOW_STORE=store_url, BLACKWIDOW_REDIS_URL=queue_url)

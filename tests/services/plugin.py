@@ -126,8 +126,13 @@ def cassandra_service(request: pytest.FixtureRequest) -> CassandraEndpoint:
 
 @pytest.fixture(scope="session")
 def redis_url(request: pytest.FixtureRequest) -> str:
-    """redis://127.0.0.1:16379/0"""
-    return _ready(request, Redis).url
+    """redis://127.0.0.1:16379/0; under pytest-xdist a database per worker (gw0: 1, gw1: 2,
+    ...), so that no two tests running at once see each other's streams."""
+    url = _ready(request, Redis).url
+    if not _xdist_worker(request.config):
+        return url
+    worker = int(request.config.workerinput["workerid"].removeprefix("gw"))  # type: ignore[attr-defined]
+    return f"{url.rsplit('/', 1)[0]}/{1 + worker}"
 
 
 @pytest.fixture(scope="session")
