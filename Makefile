@@ -22,8 +22,10 @@ lint: $(STAMP)
 services:
 	tests/services/install
 
+# two workers (pytest-xdist): most tests wait on real processes and servers, not on a core;
+# --dist loadgroup keeps the cluster tier's simulated hosts on one worker
 test: lint services
-	tests/run-suite $(BIN)/pytest
+	tests/run-suite $(BIN)/pytest -n 2 --dist loadgroup
 
 # the model-based test of the monitor over many more histories than the suite's 30
 model-check: $(STAMP)

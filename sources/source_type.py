@@ -8,15 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marshmallow import Schema
 
 from sources.credentials import CredentialBook
-from sources.fetch.fetcher import GuardedFetcher
-from sources.fetch.scheduler import FetchScheduler
 from sources.model import DataSource, SubscriberSpec
 from sources.observer import UNOBSERVED, SourceObserver
+
+if TYPE_CHECKING:  # the hub lists source types without loading the fetch side
+    from sources.fetch.fetcher import GuardedFetcher
+    from sources.fetch.scheduler import FetchScheduler
 
 
 @dataclass(frozen=True)

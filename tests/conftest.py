@@ -10,6 +10,7 @@ import pytest
 
 from blackwidow.store import cassandra_config, upgrade_store
 from blackwidow.store.cassandra import make_cluster
+from tests import summary
 
 pytest_plugins = ["tests.services.plugin"]
 
@@ -37,3 +38,27 @@ def crawler_ids() -> tuple[int, int, int]:
     """Three crawler ids no other test uses, even in a shared keyspace."""
     base = uuid.uuid4().int % 2**40 * 10
     return base + 1, base + 2, base + 3
+
+
+@pytest.hookimpl(trylast=True)  # after the tiers have marked theirs
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist the slow scenarios go out first, so that no worker is left running
+    one alone at the end."""
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker
+        summary.hand_over(workeroutput)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook
+def pytest_testnodedown(node: Any) -> None:
+    """A pytest-xdist worker's end, in the controller."""
+    summary.take_over(node.workeroutput)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    summary.write(terminalreporter)

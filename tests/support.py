@@ -93,5 +93,7 @@ def served(app: Any, name: str) -> Iterator[str]:
     try:
         yield url
     finally:
-        server.close()
+        # waitress serves open keep-alive connections after its listener closes: its loop
+        # thread closes them all, itself included, so that it ends now rather than later
+        server.trigger.pull_trigger(lambda: [c.close() for c in list(server._map.values())])
         thread.join(timeout=5)

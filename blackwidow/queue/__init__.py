@@ -1,19 +1,16 @@
-"""The optional queue of newly stored items: `open_queue` turns BLACKWIDOW_REDIS_URL into one."""
+"""The optional queue of newly stored items: `open_queue` turns BLACKWIDOW_REDIS_URL into one.
+
+The Redis client is imported only when a URL names a queue.
+"""
 
 from __future__ import annotations
 
 from blackwidow.queue.base import ItemQueue, QueueError
-from blackwidow.queue.redis_stream import (
-    RedisStreamQueue,
-    entry_fields,
-    item_from_entry,
-    stream_key,
-)
+from blackwidow.queue.entries import entry_fields, item_from_entry, stream_key
 
 __all__ = [
     "ItemQueue",
     "QueueError",
-    "RedisStreamQueue",
     "entry_fields",
     "item_from_entry",
     "open_queue",
@@ -32,6 +29,8 @@ def open_queue(url: str | None, maxlen: int) -> ItemQueue | None:
     """
     if url is None:
         return None
+    from blackwidow.queue.redis_stream import RedisStreamQueue
+
     try:
         return RedisStreamQueue(url, maxlen)
     except ValueError:

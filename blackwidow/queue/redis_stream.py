@@ -1,58 +1,25 @@
 """Redis Streams queue: one capped stream per crawler, `blackwidow:items:<crawler_id>`.
 
 Consumers read it with consumer groups (XREADGROUP) and decode entries with
-`item_from_entry`. Delivery is at least once, so they dedupe on (crawler_id, id).
+`blackwidow.queue.entries.item_from_entry`. Delivery is at least once, so they dedupe on
+(crawler_id, id).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping, Sequence
-from datetime import datetime
-from typing import Any
+from collections.abc import Sequence
 
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from blackwidow.queue.base import QueueError, require_crawler_ids
-from sources.model import Item, utc_text
+from blackwidow.queue.entries import entry_fields, stream_key
+from sources.model import Item
 
-KEY_PREFIX = "blackwidow:items:"
 SOCKET_TIMEOUT = 2.0  # seconds to connect, and to wait for a reply: an outage fails fast
 RECONNECTS = 1  # one immediate retry on a fresh connection, for a pooled socket gone stale
-_INSTANTS = ("published_at", "fetched_at")
 _ERROR_CHARS = 300  # a pipeline error quotes its command, which may hold a whole item
-
-
-def stream_key(crawler_id: int) -> str:
-    return f"{KEY_PREFIX}{crawler_id}"
-
-
-def entry_fields(item: Item) -> dict[str, str]:
-    """An item as stream entry fields: all text, instants in ISO-8601 UTC, None values left out."""
-    fields = {}
-    for name in (f.name for f in dataclasses.fields(Item)):
-        value = getattr(item, name)
-        if value is not None:
-            fields[name] = utc_text(value) if isinstance(value, datetime) else str(value)
-    return fields
-
-
-def item_from_entry(fields: Mapping[bytes | str, bytes | str]) -> Item:
-    """The item an entry encodes; takes fields as redis-py returns them, decoded or not."""
-    text = {_decoded(name): _decoded(value) for name, value in fields.items()}
-    values: dict[str, Any] = {f.name: text.get(f.name) for f in dataclasses.fields(Item)}
-    for name in _INSTANTS:
-        if values[name] is not None:
-            values[name] = datetime.fromisoformat(values[name])
-    if values["crawler_id"] is not None:
-        values["crawler_id"] = int(values["crawler_id"])
-    return Item(**values)
-
-
-def _decoded(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 class RedisStreamQueue:

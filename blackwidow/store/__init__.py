@@ -1,4 +1,8 @@
-"""Store back ends by URL: `open_store` turns BLACKWIDOW_STORE into the Store nodes and hub use."""
+"""Store back ends by URL: `open_store` turns BLACKWIDOW_STORE into the Store nodes and hub use.
+
+The Cassandra back end (its driver pulls in numpy and more) is imported only for a
+cassandra:// URL, so a process on SQLite never loads it.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,9 @@ from collections.abc import Callable
 
 from blackwidow.store import cassandra_config
 from blackwidow.store.base import Store, StoreUnavailable
-from blackwidow.store.cassandra import CassandraStore, upgrade_schema
 from blackwidow.store.sqlite import SqliteStore
 
 __all__ = [
-    "CassandraStore",
     "SqliteStore",
     "Store",
     "StoreUnavailable",
@@ -31,9 +33,15 @@ def _open_sqlite(rest: str) -> Store:
     return SqliteStore(rest[1:])
 
 
+def _open_cassandra(rest: str) -> Store:
+    from blackwidow.store.cassandra import CassandraStore
+
+    return CassandraStore(cassandra_config.parse(rest))
+
+
 STORE_OPENERS: dict[str, Callable[[str], Store]] = {
     "sqlite": _open_sqlite,
-    "cassandra": lambda rest: CassandraStore(cassandra_config.parse(rest)),
+    "cassandra": _open_cassandra,
 }
 
 
@@ -64,6 +72,8 @@ def upgrade_store(url: str) -> str:
         config = cassandra_config.parse(rest)
     except ValueError as error:
         raise _named(error) from None
+    from blackwidow.store.cassandra import upgrade_schema
+
     applied = upgrade_schema(config)
     done = f"applied versions {applied}" if applied else "already current"
     return f"cassandra keyspace {config.keyspace} {done}"

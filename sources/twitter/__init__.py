@@ -5,11 +5,13 @@ from __future__ import annotations
 from sources.model import DataSource, SubscriberSpec
 from sources.source_type import SourceContext, SourceType
 from sources.twitter.query import TwitterCredential, TwitterQuery, twitter_fetch_target
-from sources.twitter.search import TwitterSearchSource
-from sources.twitter.stream import TwitterStreamSource
 
 
 def _open(key: str, spec: SubscriberSpec, context: SourceContext) -> DataSource:
+    # the client side (tweepy and more) is loaded by the first node that opens one
+    from sources.twitter.search import TwitterSearchSource
+    from sources.twitter.stream import TwitterStreamSource
+
     credential = context.credentials.secret(spec)
     if spec.query["mode"] == "stream":
         return TwitterStreamSource(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from blackwidow.queue.redis_stream import entry_fields, item_from_entry
+from blackwidow.queue.entries import entry_fields, item_from_entry
 from sources.model import Item
 from spawn.delivery.node_file import NodeFile, NodeFileInUse, node_file_path
 

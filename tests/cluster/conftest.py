@@ -15,13 +15,11 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.cluster.hosts import POSTGRES_PORT, HostCluster, fresh_database
 from tests.cluster.network import Network, NetworkError
-from tests.cluster.totals import TOTALS
 from tests.services.postgres import Postgres
 
 HOSTS = ("pg", "hub1", "hub2", "node1", "node2", "node3", "feeds")
@@ -90,9 +88,11 @@ def cluster(
             running.stop()
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Every scenario's totals line, after the run."""
-    if TOTALS:
-        terminalreporter.section("cluster totals")
-        for line in TOTALS:
-            terminalreporter.write_line(line)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every scenario of the tier is slow; under pytest-xdist one worker runs them all, since
+    the simulated hosts have fixed names."""
+    here = Path(__file__).parent
+    for item in items:
+        if item.path.is_relative_to(here):
+            item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.xdist_group("cluster"))

@@ -19,6 +19,7 @@ import sqlalchemy
 from blackwidow.demo.processes import Running
 from blackwidow.store import SqliteStore
 from tests.cluster.hosts import HostCluster
+from tests.summary import CLUSTER_TOTALS
 from tests.support import wait_until
 
 STEADY_ITEMS = 30  # a static feed, collected whole
@@ -26,7 +27,6 @@ DURING_ITEMS = 20  # a static feed whose crawler is created during the fault
 ITEM_LIMIT = 40  # a crawler's, on a feed that keeps growing
 BUDGET = 40  # a user's, over two crawlers on growing feeds
 SETTLE_WITHIN = 30.0  # seconds after the heal for every total to hold
-TOTALS: list[str] = []  # every scenario's line, shown after the run
 
 
 @dataclass
@@ -197,6 +197,6 @@ def settle(
             time.sleep(0.25)
     recovery = time.monotonic() - healed_at if totals.hold() else None
     line = totals.line(scenario, recovery) + (f" {notes}" if notes else "")
-    TOTALS.append(line)
+    CLUSTER_TOTALS.append(line)
     print(line)
     assert totals.hold(), line

@@ -1,7 +1,8 @@
 """Component fixtures: the real hub app on a real, migrated database, SQLite and PostgreSQL.
 
 Every test that takes `hub_app` (or `database_url`) runs once per back end: `[sqlite]` and
-`[postgresql]`. Each test's database is a copy of a template migrated once per session.
+`[postgresql]`. Each test's database starts as a template migrated once per session left it:
+a copy of it on SQLite; on PostgreSQL, one copy per session that each test finds emptied.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from blackwidow.monitor.reconcile import Reconciler
 from blackwidow.monitor.routing import Router
 from blackwidow.node_protocol import Shard
 from blackwidow.settings import Settings
-from tests.component.scratch_databases import ScratchDatabases
+from tests.component.scratch_databases import ReusedDatabase, ScratchDatabases
 
 ADMIN = "admin-token-for-tests"
 SECRET = "cluster-secret-for-tests"
@@ -60,9 +61,19 @@ def migrated_template(scratch_databases: ScratchDatabases) -> Iterator[str]:
     scratch_databases.drop(url)
 
 
+@pytest.fixture(scope="session")
+def reused_database(
+    scratch_databases: ScratchDatabases, migrated_template: str
+) -> Iterator[ReusedDatabase]:
+    """The PostgreSQL database the tests that want a migrated one take in turn."""
+    database = ReusedDatabase(scratch_databases, migrated_template)
+    yield database
+    database.close()
+
+
 def _database(request: pytest.FixtureRequest, tmp_path: Path, migrated: bool) -> Iterator[str]:
-    """A database of its own for one test on the back end `request.param` names; a copy of
-    that back end's template when `migrated`, else empty.
+    """A database for one test alone on the back end `request.param` names, as that back
+    end's template is when `migrated`, else one no migration has touched.
 
     PostgreSQL is started only when a test asks for it, so `-k sqlite` runs without it.
     """
@@ -72,9 +83,13 @@ def _database(request: pytest.FixtureRequest, tmp_path: Path, migrated: bool) ->
             shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
         yield f"sqlite:///{path}"
         return
+    if migrated:
+        reused: ReusedDatabase = request.getfixturevalue("reused_database")
+        yield reused.emptied()
+        reused.let_go()
+        return
     databases: ScratchDatabases = request.getfixturevalue("scratch_databases")
-    template = request.getfixturevalue("migrated_template") if migrated else None
-    url = databases.create(template)
+    url = databases.create()
     yield url
     databases.drop(url)
 

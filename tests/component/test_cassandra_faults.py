@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from blackwidow.store import CassandraStore, StoreUnavailable, open_store
+from blackwidow.store import StoreUnavailable, open_store
+from blackwidow.store.cassandra import CassandraStore
 from sources.model import Item
 from tests.servers.cql_proxy import CqlProxy
 from tests.support import wait_until

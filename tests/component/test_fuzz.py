@@ -161,6 +161,7 @@ def fuzz(strategy: Any, callers: dict[str, dict[str, str]], counts: Counter[str]
     run()
 
 
+@pytest.mark.slow
 def test_no_generated_input_makes_the_hub_fail_or_break_its_error_shape(
     hub_url: str, seeded: Seeded
 ) -> None:

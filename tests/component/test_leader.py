@@ -185,8 +185,14 @@ def test_a_dead_holder_s_presence_stops_counting_on_its_machine(sessions, ended_
 
 
 def waiting_on_a_lock(sessions: sessionmaker[Session]) -> bool:
+    """Whether a connection to this test's database waits for a lock (another test's, on
+    another database of the server, does not count)."""
+    waiting = text(
+        "SELECT count(*) FROM pg_locks JOIN pg_stat_activity USING (pid)"
+        " WHERE NOT granted AND datname = current_database()"
+    )
     with sessions() as session:
-        return bool(session.scalar(text("SELECT count(*) FROM pg_locks WHERE NOT granted")))
+        return bool(session.scalar(waiting))
 
 
 def holders_of(sessions: sessionmaker[Session], names: list[str]) -> set[str | None]:

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from blackwidow.queue import QueueError, RedisStreamQueue, item_from_entry, open_queue
-from blackwidow.queue.redis_stream import stream_key
+from blackwidow.queue import QueueError, item_from_entry, open_queue
+from blackwidow.queue.entries import stream_key
+from blackwidow.queue.redis_stream import RedisStreamQueue
 from sources.model import Item
 from spawn.delivery.queue_outbox import PUSH_RETRY, Outbox
 from spawn.delivery.spool import Spool

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from blackwidow.queue import RedisStreamQueue
+from blackwidow.queue.redis_stream import RedisStreamQueue
 from blackwidow.store.sqlite import SqliteStore
 from spawn.delivery.queue_outbox import Outbox
 from spawn.delivery.sink import NodeSink, QueueBacklogFull

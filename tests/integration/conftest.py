@@ -11,7 +11,6 @@ import secrets
 import socket
 import subprocess
 import sys
-from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -237,20 +236,3 @@ def site() -> Iterator[ListingSite]:
 def post_numbers(items: list[dict[str, Any]]) -> list[int]:
     """Feed entry numbers (the feed server's guids end in /<n>), in the order given."""
     return [int(item["id"].rsplit("/", 1)[1]) for item in items]
-
-
-MEASUREMENTS: list[str] = []
-FAULT_TOTALS: Counter[str] = Counter()  # summed over the fault-injection scenarios
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Figures the integration tests measured (e.g. failover time), shown after the run."""
-    if MEASUREMENTS:
-        terminalreporter.section("measurements")
-        for line in MEASUREMENTS:
-            terminalreporter.write_line(line)
-    if FAULT_TOTALS:
-        terminalreporter.write_line(
-            "fault injection, all scenarios: "
-            + ", ".join(f"{name} {count}" for name, count in FAULT_TOTALS.items())
-        )

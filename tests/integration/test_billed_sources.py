@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import FAULT_TOTALS, MEASUREMENTS, Cluster
+from tests.integration.conftest import Cluster
 from tests.servers.fake_paid_stream import FakePaidStream
 from tests.servers.fake_x import FakeX
+from tests.summary import FAULT_TOTALS, MEASUREMENTS
 from tests.support import wait_until
 
 RATE_LIMIT_WAIT = 0.5

@@ -8,7 +8,8 @@ import time
 import pytest
 import requests
 
-from tests.integration.conftest import MEASUREMENTS, post_numbers
+from tests.integration.conftest import post_numbers
+from tests.summary import MEASUREMENTS
 from tests.support import wait_until
 
 
@@ -149,6 +150,7 @@ def test_user_limit_is_never_overshot_across_nodes(cluster, shards):
     assert total() == 25
 
 
+@pytest.mark.slow
 def test_nodes_detach_when_the_hub_is_gone_and_everything_runs_again_when_it_is_back(cluster):
     c = cluster(2)
     token = c.user()

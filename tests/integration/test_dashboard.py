@@ -61,6 +61,7 @@ def crawler_row(page: Page, crawler_id: int):  # type: ignore[no-untyped-def]
     return page.locator(f'tr[data-crawler="{crawler_id}"]')
 
 
+@pytest.mark.slow
 def test_the_dashboard_shows_and_steers_the_cluster(
     cluster: Callable[..., Cluster], browser: Browser
 ) -> None:

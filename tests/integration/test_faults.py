@@ -29,8 +29,9 @@ import pytest
 import requests
 
 from blackwidow.demo import processes
-from tests.integration.conftest import FAULT_TOTALS, MEASUREMENTS, Cluster, post_numbers
+from tests.integration.conftest import Cluster, post_numbers
 from tests.servers.fault_proxy import FaultProxy
+from tests.summary import FAULT_TOTALS, MEASUREMENTS
 from tests.support import wait_until
 
 CRAWLERS = 6

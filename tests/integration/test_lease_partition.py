@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.integration.conftest import FAULT_TOTALS, MEASUREMENTS, Cluster
+import pytest
+
+from tests.integration.conftest import Cluster
 from tests.integration.test_faults import TIMERS, FaultCluster
+from tests.summary import FAULT_TOTALS, MEASUREMENTS
 from tests.support import wait_until
 
 BUDGET = 100
@@ -22,6 +25,7 @@ CRAWLERS = 6
 EVERY = 2.0
 
 
+@pytest.mark.slow
 def test_a_cut_off_node_stops_storing_before_its_leases_are_granted_again(
     cluster: Callable[..., Cluster],
 ) -> None:

@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from blackwidow.queue import item_from_entry
-from blackwidow.queue.redis_stream import stream_key
+from blackwidow.queue.entries import stream_key
 from tests.component.test_queue import SpareRedis, closed_port
 from tests.integration.conftest import Cluster, post_numbers
 from tests.support import wait_until

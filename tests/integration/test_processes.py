@@ -7,12 +7,14 @@ import signal
 import subprocess
 import sys
 
+import pytest
 import requests
 
 from tests.integration.conftest import Cluster
 from tests.support import wait_until
 
 
+@pytest.mark.slow
 def test_gunicorn_workers_run_exactly_one_monitor(tmp_path):
     c = Cluster(tmp_path, {})
     try:
@@ -70,6 +72,7 @@ def test_db_upgrade_creates_the_schema(tmp_path):
     assert (tmp_path / "fresh.db").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_demo_runs_offline_and_shows_items_arriving():
     result = _blackwidow("demo", "--duration", "12")
     assert result.returncode == 0, result.stderr
@@ -86,6 +89,7 @@ def test_demo_runs_offline_and_shows_items_arriving():
     assert max(counts) > 0
 
 
+@pytest.mark.slow
 def test_demo_offers_the_dashboard_and_moves_the_crawlers_of_the_node_it_kills():
     result = _blackwidow("demo", "--duration", "20", "--kill-node-after", "3")
     assert result.returncode == 0, result.stderr

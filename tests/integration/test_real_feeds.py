@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.integration.conftest import MEASUREMENTS
 from tests.servers.feed_corpus import MANIFEST, corpus_server, distinct_entries, feedparser_alone
+from tests.summary import MEASUREMENTS
 from tests.support import wait_until
 
 # Re-polls are 304s (the corpus server sends ETags); a fetch that fails on a loaded machine

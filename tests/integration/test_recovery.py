@@ -13,7 +13,8 @@ from typing import Any
 
 import requests
 
-from tests.integration.conftest import MEASUREMENTS, Cluster, post_numbers
+from tests.integration.conftest import Cluster, post_numbers
+from tests.summary import MEASUREMENTS
 from tests.support import wait_until
 
 ONE_SECOND_POLLS = {

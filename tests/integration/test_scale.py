@@ -12,7 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.integration.conftest import MEASUREMENTS, Cluster
+from tests.integration.conftest import Cluster
+from tests.summary import MEASUREMENTS
 from tests.support import wait_until
 
 CRAWLERS = 2000
@@ -27,6 +28,7 @@ DEFAULT_TIMERS = {  # the settings' defaults, undoing the suite's fast timers
 }  # per-host politeness stays off, as in every integration test (see conftest)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_two_thousand_crawlers_settle_on_one_node(cluster) -> None:
     c: Cluster = cluster(1, **DEFAULT_TIMERS)

@@ -9,6 +9,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from tests.servers.listing_site import ListingSite
 from tests.support import wait_until
 
@@ -18,6 +20,7 @@ WATCHED = 10.0  # seconds of the site's clock over which the every-2 feed's fetc
 QUARTER = 15 * 60
 
 
+@pytest.mark.slow
 def test_a_windowed_crawler_runs_only_inside_its_window(cluster):
     c = cluster(1)
     token = c.user()
@@ -79,6 +82,7 @@ def cursor_walk(site: ListingSite, page_interval: float) -> dict[str, Any]:
     return {"name": "cursor", "source": "json", "query": query}
 
 
+@pytest.mark.slow
 def test_feeds_windows_and_walks_sharing_a_host_keep_their_schedules(cluster, site):
     """At the default host politeness (2 at once, 0.2 s apart) and a node interval of a
     minute, an every-2 feed keeps its pace beside a cron feed, two windows and three walks

@@ -32,6 +32,7 @@ def test_cassandra_answers_cql(cassandra_service: CassandraEndpoint) -> None:
     assert row.release_version.startswith("5.0")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)  # two full start-ups, each allowed 120 s
 def test_cassandra_keeps_its_rows_across_a_restart(tmp_path: Path) -> None:
     cassandra = Cassandra(tmp_path / "cassandra", port=19242, storage_port=17200)

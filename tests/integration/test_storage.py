@@ -16,9 +16,10 @@ import pytest
 import redis
 
 from blackwidow.queue import item_from_entry
-from blackwidow.queue.redis_stream import stream_key
-from tests.integration.conftest import MEASUREMENTS, Cluster, post_numbers
+from blackwidow.queue.entries import stream_key
+from tests.integration.conftest import Cluster, post_numbers
 from tests.services.cassandra import Cassandra
+from tests.summary import MEASUREMENTS
 from tests.support import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +50,8 @@ def test_items_reach_cassandra_and_the_redis_stream(
     store_url = fresh_keyspace_url(cassandra_service.contact_points)
     assert "applied versions [1, 2, 3]" in db_upgrade(store_url, tmp_path)
     assert "already current" in db_upgrade(store_url, tmp_path)
-    queue_url = redis_url.rsplit("/", 1)[0] + "/5"  # a database of this test's own
+    # a database of this test's own: the last of Redis' 16 (xdist workers take 1, 2, ...)
+    queue_url = redis_url.rsplit("/", 1)[0] + "/15"
     streams = redis.Redis.from_url(queue_url)
     streams.flushdb()
     running = cluster(2, BLACKWIDOW_STORE=store_url, BLACKWIDOW_REDIS_URL=queue_url)
@@ -82,6 +84,7 @@ def test_items_reach_cassandra_and_the_redis_stream(
     assert sum(h["queue"]["pushed"] for h in node_health) == sum(expected.values())
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(480)  # three Cassandra start-ups of its own
 def test_a_node_rides_out_cassandra_stopping_and_starting(
     cluster: Callable[..., Cluster], tmp_path: Path

@@ -7,6 +7,10 @@ port, such as one an earlier run left behind, is used as it is and never stopped
 here are stopped at the end of the session and their run dir removed, unless the environment has
 BLACKWIDOW_KEEP_SERVICES=1: then they keep running, with their run dir, and the next run reuses
 them at once. `make services` installs what they need.
+
+Under pytest-xdist (`-n`), the controller starts every server before the workers exist and
+stops them at its end; each worker finds them answering and uses them, and never stops one,
+since the other workers may still be using it.
 """
 
 from __future__ import annotations
@@ -62,6 +66,14 @@ class Services:
 KEY = pytest.StashKey[Services]()
 
 
+def _xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _xdist_controller(config: pytest.Config) -> bool:
+    return bool(getattr(config.option, "numprocesses", None)) and not _xdist_worker(config)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[KEY] = Services()
     config.addinivalue_line(
@@ -69,6 +81,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "services(*fixtures): the test reaches these server fixtures through"
         " request.getfixturevalue, so start them early as if it named them",
     )
+    if _xdist_controller(config) and not config.option.collectonly:
+        for kind in FIXTURES.values():  # it collects nothing, so it cannot tell which are needed
+            config.stash[KEY].launch(kind).begin()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -86,7 +101,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     keep = os.environ.get("BLACKWIDOW_KEEP_SERVICES") == "1"
-    session.config.stash[KEY].finish(keep)
+    session.config.stash[KEY].finish(keep or _xdist_worker(session.config))
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -111,8 +126,13 @@ def cassandra_service(request: pytest.FixtureRequest) -> CassandraEndpoint:
 
 @pytest.fixture(scope="session")
 def redis_url(request: pytest.FixtureRequest) -> str:
-    """redis://127.0.0.1:16379/0"""
-    return _ready(request, Redis).url
+    """redis://127.0.0.1:16379/0; under pytest-xdist a database per worker (gw0: 1, gw1: 2,
+    ...), so that no two tests running at once see each other's streams."""
+    url = _ready(request, Redis).url
+    if not _xdist_worker(request.config):
+        return url
+    worker = int(request.config.workerinput["workerid"].removeprefix("gw"))  # type: ignore[attr-defined]
+    return f"{url.rsplit('/', 1)[0]}/{1 + worker}"
 
 
 @pytest.fixture(scope="session")
