@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +16,16 @@ from blackwidow.store.cassandra import make_cluster
 from tests import summary
 
 pytest_plugins = ["tests.services.plugin"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every process a test starts with default paths keeps its files in a data directory of
+    this run's own (each worker's), never in the user's: runs and workers stay apart."""
+    os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="blackwidow-test-data-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(os.environ["XDG_DATA_HOME"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
