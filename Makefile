@@ -23,9 +23,9 @@ services:
 	tests/services/install
 
 # two workers (pytest-xdist): most tests wait on real processes and servers, not on a core;
-# --dist loadgroup keeps the cluster tier's simulated hosts on one worker
+# --dist loadfile keeps each file on one worker: the cluster tier's simulated hosts (one file) never on two
 test: lint services
-	tests/run-suite $(BIN)/pytest -n 2 --dist loadgroup
+	tests/run-suite $(BIN)/pytest -n 2 --dist loadfile
 
 # the model-based test of the monitor over many more histories than the suite's 30
 model-check: $(STAMP)

@@ -86,13 +86,3 @@ def cluster(
         network.heal()
         for running in started:
             running.stop()
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every scenario of the tier is slow; under pytest-xdist one worker runs them all, since
-    the simulated hosts have fixed names."""
-    here = Path(__file__).parent
-    for item in items:
-        if item.path.is_relative_to(here):
-            item.add_marker(pytest.mark.slow)
-            item.add_marker(pytest.mark.xdist_group("cluster"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
 import requests
 import sqlalchemy
 
@@ -14,6 +15,10 @@ from blackwidow.demo.processes import Running
 from tests.cluster.hosts import HostCluster
 from tests.cluster.totals import DURING_ITEMS, settle, start_workload
 from tests.support import wait_until
+
+# every scenario is slow; the simulated hosts have fixed names, so the tier's scenarios stay in
+# this one file, which pytest-xdist's --dist loadfile gives to a single worker
+pytestmark = pytest.mark.slow
 
 CUT_ANSWER_WITHIN = 10.0  # seconds a request to a hub cut from PostgreSQL may take (503)
 # each way on every link: 100 ms round trips, a link across a continent. A monitor cycle is
