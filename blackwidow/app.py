@@ -23,7 +23,7 @@ from blackwidow.api.contention import retry_every_view
 from blackwidow.api.context import Hub
 from blackwidow.api.gate import guard_every_view
 from blackwidow.dashboard import init_dashboard
-from blackwidow.errors import ErrorShapedApi, error_body, register_error_handlers
+from blackwidow.errors import described_api, error_body, register_error_handlers
 from blackwidow.metrics.hub import serve_hub_metrics
 from blackwidow.monitor.node_client import NodeClient
 from blackwidow.queue import open_queue
@@ -36,14 +36,6 @@ NODE_ANSWER_TIMEOUT = 2.0  # a crawler's page waits this long for its node's wor
 
 def create_app(settings: Settings, store: Store | None = None) -> Flask:
     app = Flask("blackwidow")
-    app.config.update(
-        MAX_CONTENT_LENGTH=MAX_REQUEST_BYTES,
-        API_TITLE="Black Widow",
-        API_VERSION="v1",
-        OPENAPI_VERSION="3.0.3",
-        OPENAPI_URL_PREFIX="/api/v1",
-        OPENAPI_JSON_PATH="openapi.json",
-    )
     engine = db.make_engine(
         settings.database_url, settings.database_busy_timeout, settings.database_timeout
     )
@@ -57,7 +49,7 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         alerts=Outbox(cluster_hook=settings.webhook_url is not None),
         queue=open_queue(settings.redis_url, settings.queue_maxlen),
     )
-    api = ErrorShapedApi(app)
+    api = described_api(app, "Black Widow", "/api/v1", MAX_REQUEST_BYTES)
     for blueprint in (
         health.blp,
         users.blp,

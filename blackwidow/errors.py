@@ -108,6 +108,22 @@ class ErrorShapedApi(Api):
         return http_error_response(error)
 
 
+def described_api(
+    app: Flask, title: str, url_prefix: str, max_request_bytes: int
+) -> ErrorShapedApi:
+    """flask-smorest on `app`, describing it as OpenAPI 3 at `<url_prefix>/openapi.json`; the
+    hub and the node each describe their API this way."""
+    app.config.update(
+        MAX_CONTENT_LENGTH=max_request_bytes,
+        API_TITLE=title,
+        API_VERSION="v1",
+        OPENAPI_VERSION="3.0.3",
+        OPENAPI_URL_PREFIX=url_prefix,
+        OPENAPI_JSON_PATH="openapi.json",
+    )
+    return ErrorShapedApi(app)
+
+
 def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(ApiError, api_error_response)
     app.register_error_handler(HTTPException, http_error_response)

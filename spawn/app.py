@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from flask import Flask
 
-from blackwidow.errors import ErrorShapedApi, register_error_handlers
+from blackwidow.errors import described_api, register_error_handlers
 from blackwidow.metrics.exposition import ENDPOINT as METRICS_ENDPOINT
 from blackwidow.metrics.exposition import MetricsAccess, serve_metrics
 from sources.credentials import CredentialBook
@@ -43,15 +43,7 @@ def create_node_app(
         metrics = NodeMetrics()
         metrics.watch(node.pool, None)
     app = Flask("spawn")
-    app.config.update(
-        MAX_CONTENT_LENGTH=MAX_REQUEST_BYTES,
-        API_TITLE="Black Widow node",
-        API_VERSION="v1",
-        OPENAPI_VERSION="3.0.3",
-        OPENAPI_URL_PREFIX="/",
-        OPENAPI_JSON_PATH="openapi.json",
-    )
-    api = ErrorShapedApi(app)
+    api = described_api(app, "Black Widow node", "/", MAX_REQUEST_BYTES)
     api.spec.components.security_scheme(CLUSTER_AUTH, {"type": "http", "scheme": "bearer"})
     api.register_blueprint(subscribers.blueprint(node, cluster_secret, credentials))
     api.register_blueprint(health.blueprint(node, credentials))
