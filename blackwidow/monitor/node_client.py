@@ -17,7 +17,7 @@ from typing import Any
 
 import urllib3
 
-from blackwidow import node_networks
+from blackwidow import node_networks, node_schemas
 from blackwidow.node_protocol import (
     ALL,
     EPOCH_HEADER,
@@ -33,7 +33,8 @@ from sources.fetch.errors import FetchError
 from sources.fetch.guard import peer_checked_pools
 from sources.model import SubscriberSpec
 
-MAX_BATCH = 500  # specs or ids per batch call; a node accepts up to 1,000
+# specs or ids per batch call: half of what a node accepts
+MAX_BATCH = node_schemas.MAX_BATCH // 2
 KEPT_CONNECTIONS = 4096  # nodes whose keep-alive connections stay open between cycles
 CALLS_AT_ONCE_PER_NODE = 4  # connections kept per node: a poll and pushes may overlap
 SECONDS_PER_SPEC = 0.01  # a batch's answer may take this much longer per spec it carries
