@@ -27,7 +27,7 @@ class ShardBudget:
     limit: int  # the user's whole budget
     held_elsewhere: int = 0  # other shards' leases (or counts that ran ahead)
     stored_elsewhere: int = 0  # items other shards' crawlers stored
-    starved_elsewhere: int = 0  # other shards' busy crawlers with no room (waits_for_budget)
+    starved_elsewhere: int = 0  # other shards' crawlers with no room (waits_for_budget)
 
     @property
     def share(self) -> int:
@@ -95,27 +95,25 @@ def plan_leases(
     if sum(busy.values()) + wanted_elsewhere > free:
         _reclaim_idle(crawlers, plan, wants, horizon)
     # idle crawlers get only what busy ones leave: an idle crawler's own want never takes
-    # back its lease, to grant it again the next cycle
-    spare = max(free - sum(busy.values()) - wanted_elsewhere, 0)
+    # back its lease, to grant it again the next cycle. They share it with other shards'
+    # waiting crawlers as equals: two shards each leaving it all to the other's would leave
+    # it to nobody
+    busy_grants = _split(free, busy, wanted_elsewhere)
+    left = free - sum(busy_grants.values())
     idle_wants = {c: want for c, want in wants.items() if c in idle}
     held = {c.crawler_id: _held(c) for c in crawlers}
-    grants = {**_split(free, busy, wanted_elsewhere), **_split(spare, idle_wants)}
+    grants = {**busy_grants, **_split(left, idle_wants, wanted_elsewhere)}
     for crawler_id, grant in grants.items():
         if grant > 0:
             plan[crawler_id] = held[crawler_id] + grant
     return plan
 
 
-def waits_for_budget(crawler: LeaseView, horizon: float) -> bool:
-    """Whether another shard's crawler waits for budget, as its own shard's planner sees it:
-    running, below its own limit, with no room under its lease, and busy (expecting an item
-    or more over the horizon). Its shard grants an idle one only what busy ones leave, so
-    here too it must not hold budget back: two shards each keeping the free budget for the
-    other's idle crawlers would leave it to nobody."""
+def waits_for_budget(crawler: LeaseView) -> bool:
+    """Whether another shard's crawler waits for budget: running, below its own limit, with
+    no room under its lease. Its rate says nothing: it decays while the crawler cannot store."""
     below_limit = crawler.item_limit is None or crawler.count < crawler.item_limit
-    return (
-        below_limit and _headroom(crawler) <= 0 and crawler.running and not _idle(crawler, horizon)
-    )
+    return crawler.running and below_limit and _headroom(crawler) <= 0
 
 
 def _held(crawler: LeaseView) -> int:

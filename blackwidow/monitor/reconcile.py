@@ -141,7 +141,7 @@ class Reconciler:
             limits = {u: limit for u, limit in memory.limits.items() if self._intake.by_user.get(u)}
         if self._shard.count == 1 or not limits:
             return {u: ShardBudget(limit) for u, limit in limits.items()}
-        return elsewhere(session, limits, self._shard, self._lease_horizon)
+        return elsewhere(session, limits, self._shard)
 
     def _decide(self, budgets: dict[int, ShardBudget]) -> tuple[Plan, dict[int, dict[str, Any]]]:
         """Route, lease and diff the dirty crawlers; the plan and the lease grants to record."""

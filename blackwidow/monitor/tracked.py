@@ -105,9 +105,7 @@ def user_limits(session: Session, user_ids: Collection[int] | None = None) -> di
     return limits
 
 
-def elsewhere(
-    session: Session, limits: Mapping[int, int], shard: Shard, horizon: float
-) -> dict[int, ShardBudget]:
+def elsewhere(session: Session, limits: Mapping[int, int], shard: Shard) -> dict[int, ShardBudget]:
     """user id -> the user's budget with what other shards' crawlers hold, stored and wait
     for, with the users' rows locked until the transaction ends: a shard leader that grants
     from the rest of a budget must not race another doing the same."""
@@ -122,7 +120,6 @@ def elsewhere(
                 Crawler.items_collected,
                 Crawler.item_limit,
                 Crawler.state,
-                Crawler.rate,
             ).where(Crawler.user_id.in_(chunk))
         )
         for row in rows:
@@ -133,16 +130,16 @@ def elsewhere(
             limit,
             held_elsewhere=sum(max(row.lease, row.items_collected) for row in others[user_id]),
             stored_elsewhere=sum(row.items_collected for row in others[user_id]),
-            starved_elsewhere=sum(_waits(row, horizon) for row in others[user_id]),
+            starved_elsewhere=sum(_waits(row) for row in others[user_id]),
         )
         for user_id, limit in limits.items()
     }
 
 
-def _waits(row: Any, horizon: float) -> bool:
+def _waits(row: Any) -> bool:
     running = row.state in RUNNABLE_STATES
-    view = LeaseView(0, row.items_collected, row.lease, row.rate, row.item_limit, running)
-    return waits_for_budget(view, horizon)
+    view = LeaseView(0, row.items_collected, row.lease, 0.0, row.item_limit, running)
+    return waits_for_budget(view)
 
 
 # by id, in SQL alone: a crawler deleted since the memory read it updates nothing, where the

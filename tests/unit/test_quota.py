@@ -299,12 +299,12 @@ def test_an_idle_crawler_gets_only_what_busy_ones_leave() -> None:
     assert plan_leases(12, [busy, idle], 2.0, 10) == {1: 10, 2: 2}
 
 
-def test_a_crawler_waits_for_budget_only_when_busy_without_room_below_its_limit() -> None:
-    assert waits_for_budget(LeaseView(1, 5, 5, 3.0, None, True), 2.0)
-    assert not waits_for_budget(LeaseView(1, 5, 5, 0.0, None, True), 2.0)  # idle
-    assert not waits_for_budget(LeaseView(1, 5, 8, 3.0, None, True), 2.0)  # room left
-    assert not waits_for_budget(LeaseView(1, 5, 5, 3.0, 5, True), 2.0)  # at its own limit
-    assert not waits_for_budget(LeaseView(1, 5, 5, 3.0, None, False), 2.0)  # not running
+def test_a_crawler_waits_for_budget_when_running_without_room_below_its_limit() -> None:
+    assert waits_for_budget(LeaseView(1, 5, 5, 3.0, None, True))
+    assert waits_for_budget(LeaseView(1, 5, 5, 0.0, None, True))  # its rate decayed waiting
+    assert not waits_for_budget(LeaseView(1, 5, 8, 3.0, None, True))  # room left
+    assert not waits_for_budget(LeaseView(1, 5, 5, 3.0, 5, True))  # at its own limit
+    assert not waits_for_budget(LeaseView(1, 5, 5, 3.0, None, False))  # not running
 
 
 def test_two_shards_whose_waiting_crawlers_rates_decayed_still_grant_the_free_budget() -> None:
@@ -318,6 +318,16 @@ def test_two_shards_whose_waiting_crawlers_rates_decayed_still_grant_the_free_bu
     ]
     for mine, theirs in (shards, shards[::-1]):
         held_elsewhere = sum(max(view.lease, view.count) for view in theirs)
-        wanted_elsewhere = min_grant * sum(waits_for_budget(view, horizon) for view in theirs)
+        wanted_elsewhere = min_grant * sum(waits_for_budget(view) for view in theirs)
         plan = plan_leases(limit - held_elsewhere, mine, horizon, min_grant, wanted_elsewhere)
         assert any(plan.get(view.crawler_id, view.lease) > view.lease for view in mine)
+
+
+def test_an_idle_crawler_holding_the_budget_gives_back_what_another_shard_waits_for() -> None:
+    """One shard's crawler took the whole budget and stored all its feed had; the other
+    shard's crawlers never stored anything, so their rates are zero. Its unused lease must go
+    back, or they wait for ever: the user's budget stalled at 20 of 25."""
+    hoarder = LeaseView(5, 20, 25, 0.0, None, True)
+    waiting = [LeaseView(c, 0, 0, 0.0, None, True) for c in (1, 2, 3, 4, 6)]
+    wanted_elsewhere = 10 * sum(waits_for_budget(view) for view in waiting)
+    assert plan_leases(25, [hoarder], 2.0, 10, wanted_elsewhere) == {5: 20}
