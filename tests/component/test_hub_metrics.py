@@ -5,6 +5,7 @@ a deleted node's series gone, and scrapes restricted by token and network."""
 from __future__ import annotations
 
 import ipaddress
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -135,6 +136,12 @@ def test_figures_move_after_monitor_cycles_and_a_deleted_node_leaves_no_series(
     assert labels_of(families, "blackwidow_node_last_poll_age_seconds", "node") == node_ids
     route = {"route": "/api/v1/crawlers", "method": "POST", "status": "201"}
     assert value(families, "blackwidow_http_request_duration_seconds", "_count", **route) == 1
+    # a node just heard is phi 0.0, never -0.0, in every view: /metrics and the node list
+    # (which `nodes ls` and the dashboard's cluster page show)
+    shown = [line for line in client.get("/metrics").text.splitlines() if "_phi{" in line]
+    assert shown and not any(line.split()[-1].startswith("-") for line in shown)
+    listed = client.get("/api/v1/nodes", headers=bearer(ADMIN)).json
+    assert all(math.copysign(1.0, node["phi"]) == 1.0 for node in listed if node["phi"] is not None)
 
     with sessions.begin() as session:
         session.delete(session.get(NodeRow, int(node_ids.pop())))
