@@ -14,7 +14,6 @@ from blackwidow.metrics.exposition import ENDPOINT as METRICS_ENDPOINT
 from blackwidow.metrics.exposition import MetricsAccess, serve_metrics
 from sources.credentials import CredentialBook
 from spawn.api import health, subscribers
-from spawn.api.blueprint import CLUSTER_AUTH
 from spawn.metrics import NodeMetrics
 from spawn.node import Node
 
@@ -44,7 +43,6 @@ def create_node_app(
         metrics.watch(node.pool, None)
     app = Flask("spawn")
     api = described_api(app, "Black Widow node", "/", MAX_REQUEST_BYTES)
-    api.spec.components.security_scheme(CLUSTER_AUTH, {"type": "http", "scheme": "bearer"})
     api.register_blueprint(subscribers.blueprint(node, cluster_secret, credentials))
     api.register_blueprint(health.blueprint(node, credentials))
     serve_metrics(app, metrics.registry, metrics_access or MetricsAccess())
