@@ -41,6 +41,7 @@ def create_node_app(
     if metrics is None:
         metrics = NodeMetrics()
         metrics.watch(node.pool, None)
+    metrics.identify(lambda: node.node_id)
     app = Flask("spawn")
     api = described_api(app, "Black Widow node", "/", MAX_REQUEST_BYTES)
     api.register_blueprint(subscribers.blueprint(node, cluster_secret, credentials))
