@@ -7,8 +7,8 @@ memory, GC: blackwidow.metrics.process).
 figures to it on the scrape target's labels, as Prometheus' info metrics are used
 (`blackwidow_items_stored_total * on(instance) group_left(node) blackwidow_node_info`).
 The id is not a label of every figure, nor the scraper's to set: the hub gives it at
-registration and a node that registers again may get another, which would start every one
-of its series anew, and a scrape config cannot know it in advance.
+registration, unknown to a scrape config beforehand, and a node back at another URL or
+after its row was removed gets another, which would start every one of its series anew.
 
 The node is the observer sources report to (sources.observer): every label value is known
 in advance (fetch outcomes, source types), so each figure's child is bound once here and a
