@@ -21,7 +21,7 @@ from blackwidow.api import (
 )
 from blackwidow.api.contention import retry_every_view
 from blackwidow.api.context import Hub
-from blackwidow.api.gate import guard_every_view
+from blackwidow.api.gate import guard_every_view, security_scheme
 from blackwidow.dashboard import init_dashboard
 from blackwidow.errors import described_api, error_body, register_error_handlers
 from blackwidow.metrics.hub import serve_hub_metrics
@@ -49,7 +49,7 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         alerts=Outbox(cluster_hook=settings.webhook_url is not None),
         queue=open_queue(settings.redis_url, settings.queue_maxlen),
     )
-    api = described_api(app, "Black Widow", "/api/v1", MAX_REQUEST_BYTES)
+    api = described_api(app, "Black Widow", "/api/v1", MAX_REQUEST_BYTES, security_scheme)
     for blueprint in (
         health.blp,
         users.blp,

@@ -68,7 +68,7 @@ def judged_phi(session: Session, shards: int) -> dict[int, float]:
         select(MonitorLock.figures).where(MonitorLock.name == lock_name(Shard(0, shards)))
     )
     judged = ((saved or {}).get("phi") or {}).items()
-    return {int(node): max(0.0, float(value)) for node, value in judged}  # never a -0.0
+    return {int(node): float(value) for node, value in judged}
 
 
 def count(session: Session, weighted: bool = False, headroom: float = 0.0) -> dict[str, int]:

@@ -11,6 +11,8 @@ from flask_smorest import Api
 from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
 
+from blackwidow.openapi import OperationNames, Security, open_to_all
+
 
 class ApiError(Exception):
     """An error the caller can act on; `field` names the input to fix, when there is one, and
@@ -109,10 +111,15 @@ class ErrorShapedApi(Api):
 
 
 def described_api(
-    app: Flask, title: str, url_prefix: str, max_request_bytes: int
+    app: Flask,
+    title: str,
+    url_prefix: str,
+    max_request_bytes: int,
+    security: Security = open_to_all,
 ) -> ErrorShapedApi:
     """flask-smorest on `app`, describing it as OpenAPI 3 at `<url_prefix>/openapi.json`; the
-    hub and the node each describe their API this way."""
+    hub and the node each describe their API this way. Every operation gets an operationId
+    from its endpoint, and the bearer scheme `security` names for it (blackwidow.openapi)."""
     app.config.update(
         MAX_CONTENT_LENGTH=max_request_bytes,
         API_TITLE=title,
@@ -121,7 +128,7 @@ def described_api(
         OPENAPI_URL_PREFIX=url_prefix,
         OPENAPI_JSON_PATH="openapi.json",
     )
-    return ErrorShapedApi(app)
+    return ErrorShapedApi(app, spec_kwargs={"extra_plugins": [OperationNames(security)]})
 
 
 def register_error_handlers(app: Flask) -> None:

@@ -14,7 +14,6 @@ from blackwidow.metrics.exposition import ENDPOINT as METRICS_ENDPOINT
 from blackwidow.metrics.exposition import MetricsAccess, serve_metrics
 from sources.credentials import CredentialBook
 from spawn.api import health, subscribers
-from spawn.api.blueprint import CLUSTER_AUTH
 from spawn.metrics import NodeMetrics
 from spawn.node import Node
 
@@ -42,9 +41,9 @@ def create_node_app(
     if metrics is None:
         metrics = NodeMetrics()
         metrics.watch(node.pool, None)
+    metrics.identify(lambda: node.node_id)
     app = Flask("spawn")
     api = described_api(app, "Black Widow node", "/", MAX_REQUEST_BYTES)
-    api.spec.components.security_scheme(CLUSTER_AUTH, {"type": "http", "scheme": "bearer"})
     api.register_blueprint(subscribers.blueprint(node, cluster_secret, credentials))
     api.register_blueprint(health.blueprint(node, credentials))
     serve_metrics(app, metrics.registry, metrics_access or MetricsAccess())

@@ -1,5 +1,14 @@
-"""A node's Prometheus figures: counters its data sources and sink move as they work, and
-gauges read from the pool and the queue outbox when scraped.
+"""A node's Prometheus figures: counters its data sources and sink move as they work, gauges
+read from the pool and the queue outbox when scraped, and the process's own (its build, CPU,
+memory, GC: blackwidow.metrics.process).
+
+`blackwidow_node_info{node="<id>"} 1` names the node as the hub's figures do
+(`blackwidow_node_phi{node="<id>"}`), once it has registered: a query joins the node's
+figures to it on the scrape target's labels, as Prometheus' info metrics are used
+(`blackwidow_items_stored_total * on(instance) group_left(node) blackwidow_node_info`).
+The id is not a label of every figure, nor the scraper's to set: the hub gives it at
+registration, unknown to a scrape config beforehand, and a node back at another URL or
+after its row was removed gets another, which would start every one of its series anew.
 
 The node is the observer sources report to (sources.observer): every label value is known
 in advance (fetch outcomes, source types), so each figure's child is bound once here and a
@@ -13,9 +22,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from blackwidow.metrics.process import describe_process
 from sources.model import Item
 from sources.observer import FETCH_OUTCOMES
 from sources.registry import SOURCE_TYPES
@@ -30,6 +40,7 @@ class NodeMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        describe_process(self.registry, answers_alone=True)
         fetches = Counter(
             "blackwidow_fetches", "Guarded fetches by outcome", ["outcome"], registry=self.registry
         )
@@ -63,6 +74,10 @@ class NodeMetrics:
     def watch(self, pool: DataSourcePool, outbox_stats: Callable[[], dict] | None) -> None:
         """Serve the pool's and the outbox's state with the counters."""
         self.registry.register(_NodeState(pool, outbox_stats))
+
+    def identify(self, node_id: Callable[[], int | None]) -> None:
+        """Serve `blackwidow_node_info` with the id the hub gave the node, when it has one."""
+        self.registry.register(_NodeInfo(node_id))
 
     # -- sources.observer.SourceObserver ----------------------------------------------------
 
@@ -126,3 +141,17 @@ class _NodeState(Collector):
             "Pushes to the queue that failed (each is retried)",
             value=stats["failed_pushes"],
         )
+
+
+class _NodeInfo(Collector):
+    def __init__(self, node_id: Callable[[], int | None]) -> None:
+        self._node_id = node_id
+
+    def collect(self) -> Iterator[Metric]:
+        info = InfoMetricFamily(
+            "blackwidow_node", "The node's id at the hub, as the hub's per-node figures label it"
+        )
+        node_id = self._node_id()
+        if node_id is not None:  # not registered yet: no id to name
+            info.add_metric([], {"node": str(node_id)})
+        yield info

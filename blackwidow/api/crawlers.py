@@ -50,6 +50,7 @@ class Crawlers(MethodView):
     @blp.arguments(CrawlerCreate())
     @blp.response(201, CrawlerOut)
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Create a crawler for the caller; the monitor routes it to a node."""
         with transaction() as session:
             return crawler_out(crawlers.create(session, caller(), data), None)
 
@@ -70,6 +71,7 @@ class CrawlerBatchView(MethodView):
 class CrawlerById(MethodView):
     @blp.response(200, CrawlerOut)
     def get(self, crawler_id: int) -> dict[str, Any]:
+        """One of the caller's crawlers."""
         with transaction() as session:
             crawler = crawlers.get(session, caller(), crawler_id)
             return crawler_out(crawler, crawlers.node_of(session, crawler_id))
@@ -77,12 +79,14 @@ class CrawlerById(MethodView):
     @blp.arguments(CrawlerUpdate())
     @blp.response(200, CrawlerOut)
     def patch(self, edits: dict[str, Any], crawler_id: int) -> dict[str, Any]:
+        """Change a crawler; its node gets the new spec at the next monitor cycle."""
         with transaction() as session:
             crawler = crawlers.edit(session, caller(), crawler_id, edits)
             return crawler_out(crawler, crawlers.node_of(session, crawler_id))
 
     @blp.response(204)
     def delete(self, crawler_id: int) -> None:
+        """Delete a crawler; its node drops its subscriber at the next monitor cycle."""
         with transaction() as session:
             crawlers.remove(session, crawlers.get(session, caller(), crawler_id))
 

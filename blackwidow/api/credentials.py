@@ -23,6 +23,7 @@ blp = Blueprint(
 class Credentials(MethodView):
     @blp.response(200, CredentialOut(many=True))
     def get(self, user_id: int) -> list[dict[str, Any]]:
+        """The user's credentials by source and name, with their fields' names, never values."""
         with transaction() as session:
             accounts.get_user(session, caller(), user_id)
             return [credentials.described(c) for c in credentials.listing(session, user_id)]
@@ -44,6 +45,7 @@ class CredentialByName(MethodView):
 
     @blp.response(204)
     def delete(self, user_id: int, source: str, name: str) -> None:
+        """Delete a credential."""
         with transaction() as session:
             accounts.get_user(session, caller(), user_id)
             credentials.delete(session, user_id, source, name)

@@ -18,6 +18,7 @@ from blackwidow import session_cookie
 from blackwidow.api.context import hub
 from blackwidow.api.json_body import refuse_unreadable_json
 from blackwidow.auth import identify
+from blackwidow.openapi import CLUSTER_SECRET, TOKEN
 from blackwidow.tokens import require_cluster
 
 OPEN = frozenset({"static", "api-docs.openapi_json", "health.healthz", "health.health_detail"})
@@ -58,3 +59,11 @@ def _admit(endpoint: str) -> None:
         return
     with hub().sessions() as session:
         g.caller = identify(session, authorization, hub().settings.admin_token)
+
+
+def security_scheme(endpoint: str, method: str) -> str | None:
+    """The bearer scheme `_admit` asks of a call, as the OpenAPI document names it: none for
+    an open route, the cluster secret for node registration, else a user's or admin's token."""
+    if endpoint in OPEN or endpoint.startswith(SIGNED_IN):
+        return None
+    return CLUSTER_SECRET if (endpoint, method) in CLUSTER else TOKEN

@@ -34,6 +34,7 @@ class Nodes(MethodView):
     @blp.arguments(NodeRegister())
     @blp.response(201, NodeRegistered)
     def post(self, data: dict[str, Any]) -> Node:
+        """Register a node at its URL (the cluster secret): its id and generation."""
         node_networks.check_registration(data["url"], hub().settings.node_networks)
         with transaction() as session:
             return cluster.register(session, data["url"], data["capacity"], hub().alerts)
@@ -43,6 +44,7 @@ class Nodes(MethodView):
 class NodeCountView(MethodView):
     @blp.response(200, NodeCount)
     def get(self) -> dict[str, int]:
+        """Active nodes and how many the enabled crawlers call for, for autoscalers."""
         settings = hub().settings
         with transaction() as session:
             weighted = settings.routing == "weighted"

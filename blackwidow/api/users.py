@@ -22,6 +22,7 @@ blp = Blueprint(
 class Users(MethodView):
     @blp.response(200, UserOut(many=True))
     def get(self) -> list[User]:
+        """Every user (admin only)."""
         with transaction() as session:
             who = caller()
             require_admin(who)
@@ -30,6 +31,7 @@ class Users(MethodView):
     @blp.arguments(UserCreate())
     @blp.response(201, UserCreated)
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Create a user (admin only); the answer shows its token, once."""
         with transaction() as session:
             require_admin(caller())
             user, token = accounts.create_user(session, data)
@@ -50,6 +52,7 @@ class Me(MethodView):
 class UserById(MethodView):
     @blp.response(200, UserOut)
     def get(self, user_id: int) -> User:
+        """One user's record, for that user or the admin."""
         with transaction() as session:
             return accounts.get_user(session, caller(), user_id)
 
@@ -67,5 +70,6 @@ class UserById(MethodView):
 class UserUsage(MethodView):
     @blp.response(200, UsageOut)
     def get(self, user_id: int) -> dict[str, Any]:
+        """Items the user stored and was delivered, by source and crawler, and what remains."""
         with transaction() as session:
             return usage.report(session, accounts.get_user(session, caller(), user_id))

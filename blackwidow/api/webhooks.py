@@ -30,6 +30,7 @@ blp = Blueprint(
 class Webhooks(MethodView):
     @blp.response(200, WebhookOut(many=True))
     def get(self, user_id: int) -> list[Webhook]:
+        """The user's webhooks; their secrets are never shown."""
         with transaction() as session:
             accounts.get_user(session, caller(), user_id)
             return hooks.listing(session, user_id)
@@ -50,6 +51,7 @@ class Webhooks(MethodView):
 class WebhookById(MethodView):
     @blp.response(204)
     def delete(self, user_id: int, webhook_id: int) -> None:
+        """Remove a webhook with its deliveries."""
         with transaction() as session:
             accounts.get_user(session, caller(), user_id)
             hooks.delete(session, user_id, webhook_id)

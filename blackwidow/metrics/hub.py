@@ -3,7 +3,8 @@
 Request times are per process. Under gunicorn (blackwidow.gunicorn_conf), prometheus-client's
 multiprocess mode keeps each worker's in files of one directory, and a scrape of any worker
 sums them all; the cluster's figures are read from SQL by whichever worker is scraped, never
-summed, so they are the same everywhere.
+summed, so they are the same everywhere. The process's own figures (CPU, memory, GC) are
+left out there: one worker's would stand for the hub's (blackwidow.metrics.process).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from blackwidow.metrics.cluster import ClusterCollector
 from blackwidow.metrics.exposition import MetricsAccess, serve_metrics
 from blackwidow.metrics.http import measure_requests
+from blackwidow.metrics.process import describe_process
 from blackwidow.settings import Settings
 
 
@@ -27,5 +29,6 @@ def serve_hub_metrics(app: Flask, sessions: sessionmaker[Session], settings: Set
     if settings.metrics_dir is not None:
         scraped = CollectorRegistry()
         MultiProcessCollector(scraped, path=settings.metrics_dir)
+    describe_process(scraped, answers_alone=settings.metrics_dir is None)
     scraped.register(ClusterCollector(sessions, settings.monitor_shards))
     serve_metrics(app, scraped, MetricsAccess.of(settings))

@@ -96,7 +96,8 @@ class PhiAccrualDetector:
         mean = statistics.fmean(history.intervals) + self._settings.acceptable_pause
         std = max(statistics.pstdev(history.intervals), self._settings.min_std)
         later = 0.5 * math.erfc((elapsed - mean) / (std * math.sqrt(2)))  # P(a beat still comes)
-        return -math.log10(later) if later > 0 else math.inf
+        # 0.0 - log10, not -log10: a beat certain to come (later == 1.0) is phi 0.0, not -0.0
+        return 0.0 - math.log10(later) if later > 0 else math.inf
 
     def verdict(self, node_id: int, now: float) -> Verdict:
         phi = self.phi(node_id, now)

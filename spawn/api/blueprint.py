@@ -15,6 +15,7 @@ from webargs.flaskparser import FlaskParser
 
 from blackwidow.errors import ApiError, ErrorOut, first_invalid_field
 from blackwidow.node_protocol import EPOCH_HEADER, GENERATION_HEADER, Shard
+from blackwidow.openapi import CLUSTER_SECRET
 from spawn.node import Node
 
 
@@ -59,7 +60,6 @@ def check_epoch(node: Node, shard: Shard, epoch: int | None) -> None:
         raise ApiError(409, "stale_epoch", "a newer monitor leader called", EPOCH_HEADER)
 
 
-CLUSTER_AUTH = "cluster"  # the OpenAPI security scheme: the cluster secret as a bearer token
 _AN_ERROR = {"application/json": {"schema": ErrorOut}}
 _REFUSED = {
     "400": {"description": "a malformed protocol header", "content": _AN_ERROR},
@@ -99,7 +99,7 @@ def hub_call(
             check_epoch(node, called["shard"], called["epoch"])
             return view(*args, called, **kwargs)
 
-        doc = {"security": [{CLUSTER_AUTH: []}], "responses": _REFUSED}
+        doc = {"security": [{CLUSTER_SECRET: []}], "responses": _REFUSED}
         return blp.doc(parameters=[{"in": "header", "schema": headers}], **doc)(admitted)
 
     return decorator

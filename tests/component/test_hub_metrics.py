@@ -5,10 +5,12 @@ a deleted node's series gone, and scrapes restricted by token and network."""
 from __future__ import annotations
 
 import ipaddress
+import math
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import requests
 from flask import Flask
 from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
@@ -42,6 +44,11 @@ FAMILIES = {
     "blackwidow_budget_remaining_items": "gauge",
     "blackwidow_users_budget_exhausted": "gauge",
     "blackwidow_http_request_duration_seconds": "histogram",
+    "blackwidow_build_info": "gauge",
+    "python_info": "gauge",
+    "process_cpu_seconds": "counter",  # one process answers every scrape here (not gunicorn)
+    "process_resident_memory_bytes": "gauge",
+    "python_gc_collections": "counter",
 }
 
 
@@ -135,6 +142,18 @@ def test_figures_move_after_monitor_cycles_and_a_deleted_node_leaves_no_series(
     assert labels_of(families, "blackwidow_node_last_poll_age_seconds", "node") == node_ids
     route = {"route": "/api/v1/crawlers", "method": "POST", "status": "201"}
     assert value(families, "blackwidow_http_request_duration_seconds", "_count", **route) == 1
+    # a node just heard is phi 0.0, never -0.0, in every view: /metrics and the node list
+    # (which `nodes ls` and the dashboard's cluster page show)
+    shown = [line for line in client.get("/metrics").text.splitlines() if "_phi{" in line]
+    assert shown and not any(line.split()[-1].startswith("-") for line in shown)
+    listed = client.get("/api/v1/nodes", headers=bearer(ADMIN)).json
+    assert all(math.copysign(1.0, node["phi"]) == 1.0 for node in listed if node["phi"] is not None)
+    # the node names itself as the hub's per-node figures name it: the two join on `node`
+    node_families = text_string_to_metric_families(
+        requests.get(f"{node_url}/metrics", timeout=10).text
+    )
+    node_info = next(f for f in node_families if f.name == "blackwidow_node_info")
+    assert {sample.labels["node"] for sample in node_info.samples} == node_ids
 
     with sessions.begin() as session:
         session.delete(session.get(NodeRow, int(node_ids.pop())))

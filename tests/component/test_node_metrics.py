@@ -4,10 +4,13 @@ with their types, and move when the node fetches a local feed and stores its ite
 from __future__ import annotations
 
 import ipaddress
+import platform
 from collections.abc import Iterator
+from importlib.metadata import version
 from typing import Any
 
 import pytest
+import requests
 from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -22,7 +25,7 @@ from spawn.metrics import NodeMetrics
 from spawn.node import Node
 from spawn.pool.source_pool import DataSourcePool
 from tests.servers.hostile_http import HostileServer
-from tests.support import FakeClock, wait_until
+from tests.support import FakeClock, served, wait_until
 
 SECRET = "cluster-secret-for-node-metrics"
 AUTH = {"Authorization": f"Bearer {SECRET}", "X-Blackwidow-Generation": "1"}
@@ -41,6 +44,13 @@ FAMILIES = {
     "blackwidow_items_held": "gauge",
     "blackwidow_queue_outbox_entries": "gauge",
     "blackwidow_queue_failed_pushes": "counter",
+    "blackwidow_build_info": "gauge",
+    "blackwidow_node_info": "gauge",
+    "python_info": "gauge",
+    "process_cpu_seconds": "counter",
+    "process_resident_memory_bytes": "gauge",
+    "process_open_fds": "gauge",
+    "python_gc_collections": "counter",
 }
 
 
@@ -155,3 +165,23 @@ def test_scrapes_can_be_restricted_by_token_and_network(node, access, headers, s
     assert response.status_code == status
     if code is not None:
         assert response.json["error"]["code"] == code
+
+
+def test_the_process_its_build_and_its_id_at_the_hub_are_on_a_real_scrape(node):
+    """A node answers every scrape of its own: its CPU, memory and GC are its process's; the
+    id the hub gave it is the `node` label the hub's per-node figures use."""
+    with served(create_node_app(node[0], SECRET, metrics=node[1]), "metrics-node") as url:
+        response = requests.get(f"{url}/metrics", timeout=10)
+    families = {f.name: f for f in text_string_to_metric_families(response.text)}
+    build = {"version": version("blackwidow"), "python": platform.python_version()}
+    assert value(families, "blackwidow_build_info", **build) == 1
+    assert value(families, "blackwidow_node_info", node="4") == 1
+    assert value(families, "process_cpu_seconds", "_total") > 0
+    assert value(families, "process_resident_memory_bytes") > 0
+    assert value(families, "python_gc_collections", "_total", generation="0") > 0
+
+
+def test_a_node_not_yet_registered_names_no_id(node):
+    unregistered = Node(node[0].pool, FakeClock(1000.0))
+    families = scrape(create_node_app(unregistered, SECRET).test_client())
+    assert not families["blackwidow_node_info"].samples

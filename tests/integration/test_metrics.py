@@ -1,9 +1,12 @@
 """The hub's `/metrics` as production runs it (gunicorn, two workers, one leading the
 monitor): every scrape, whichever worker answers it, shows the same cluster figures, the
-monitor's counters never go back, and the API's request counts are every worker's."""
+monitor's counters never go back, the API's request counts are every worker's, and the
+build shows where no one worker's CPU, memory or GC figures stand for the hub's."""
 
 from __future__ import annotations
 
+import platform
+from importlib.metadata import version
 from typing import Any
 
 import requests
@@ -51,8 +54,12 @@ def test_every_gunicorn_worker_serves_the_same_cluster_figures(tmp_path):
         scrapes = [_scrape(hub_url) for _ in range(SCRAPES)]
         cluster = ("blackwidow_nodes", "blackwidow_crawlers")  # steady now: any change is a lie
         firsts = {prefix: _of(scrapes[0], prefix) for prefix in cluster}
+        build = (("python", platform.python_version()), ("version", version("blackwidow")))
         for samples in scrapes:
             assert {prefix: _of(samples, prefix) for prefix in cluster} == firsts
+            assert samples[("blackwidow_build_info", build)] == 1
+            # one worker's CPU, memory and GC would stand for the hub's: none is shown
+            assert not _of(samples, "process_") and not _of(samples, "python_gc_")
         assert firsts["blackwidow_nodes"][("blackwidow_nodes", (("state", "active"),))] == 1
 
         cycles = [s[("blackwidow_monitor_cycle_seconds_count", ())] for s in scrapes]

@@ -146,3 +146,13 @@ def test_settings_are_checked(changes):
     fields = {**SETTINGS.__dict__, **changes}
     with pytest.raises(ValueError):
         PhiSettings(**fields)
+
+
+def test_a_node_just_heard_has_phi_zero_never_minus_zero():
+    """A beat that is certain to come gives -log10(1.0): -0.0, which every view of phi (the
+    node list, `nodes ls`, the dashboard, /metrics) would print with its sign."""
+    detector = PhiAccrualDetector(SETTINGS, started_at=0.0)
+    for step in steady(1, 0.0, 11):
+        detector.heartbeat(1, step[2])
+    phi = detector.phi(1, 10.0)
+    assert phi == 0.0 and math.copysign(1.0, phi) == 1.0
