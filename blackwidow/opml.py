@@ -165,7 +165,7 @@ def _decoded(value: str, kind: str, where: str) -> Any:
     if kind == "json":
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the decoder's depth
             raise OpmlError(where, f"not JSON: {value[:200]!r}") from None
     if kind == "integer":
         if not _WHOLE.fullmatch(value):

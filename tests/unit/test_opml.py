@@ -205,3 +205,16 @@ def test_a_file_without_a_title_files_loose_feeds_under_a_name_of_its_own(
     ]
     planned = feed_lists.plan(opml.Subscriptions(None, feeds), group_by)
     assert [p.name for p in planned] == names
+
+
+def test_json_nested_past_the_decoders_depth_is_refused_as_not_json() -> None:
+    """Named by the attribute whatever prefix the file gives the namespace."""
+    deep = "[" * 100_000 + "]" * 100_000
+    document = (
+        "<opml xmlns:b='urn:blackwidow:opml:1'><body>"
+        f"<outline text='c' b:schedule='{deep}'><outline xmlUrl='https://a.example/'/>"
+        "</outline></body></opml>"
+    ).encode()
+    with pytest.raises(opml.OpmlError, match="not JSON") as refused:
+        opml.read(document)
+    assert refused.value.where == "body.outline[0].blackwidow:schedule"
