@@ -56,31 +56,31 @@ def entry(outline: opml.CrawlerOutline) -> dict[str, Any]:
 def sorted_out(
     owned: Sequence[Crawler], outlines: Sequence[opml.CrawlerOutline]
 ) -> tuple[list[opml.CrawlerOutline], list[Existing]]:
-    """The outlines to create, and those the user has already (the same, or differing); each
-    of the user's crawlers answers one outline at most, so two outlines of one name match two
-    crawlers. Checks each outline's query and schedule first: an invalid one never differs."""
+    """The outlines to create, in file order, and those the user has a crawler of (the same,
+    or differing), in file order. Each of the user's crawlers answers one outline at most:
+    first an outline of its name and definition, then one of its name only; an outline that
+    none answers is created, so two outlines of one name are two crawlers. Each outline's
+    query and schedule are checked first: an invalid one is an error, never a difference."""
     by_name: dict[str, list[Crawler]] = {}
     for crawler in owned:
         by_name.setdefault(crawler.name, []).append(crawler)
-    claimed: set[int] = set()
-    fresh: list[opml.CrawlerOutline] = []
-    existing: list[Existing] = []
-    for outline in outlines:
-        named = by_name.get(outline.name)
-        if named is None:  # checked as it is created
-            fresh.append(outline)
-            continue
-        wanted = _definition(_checked(outline))
-        unclaimed = [crawler for crawler in named if crawler.id not in claimed]
-        same = next((c for c in unclaimed if _definition(_body(c)) == wanted), None)
+    wanted = {o.where: _definition(_checked(o)) for o in outlines if o.name in by_name}
+    answered: dict[str, Existing] = {}
+    for outline in (o for o in outlines if o.where in wanted):  # the same crawlers first
+        named = by_name[outline.name]
+        same = next((c for c in named if _definition(_body(c)) == wanted[outline.where]), None)
         if same is not None:
-            claimed.add(same.id)
-            existing.append(Existing(outline, same.id, []))
-            continue
-        other = (unclaimed or named)[0]
-        theirs = _definition(_body(other))
-        existing.append(Existing(outline, other.id, [k for k in wanted if wanted[k] != theirs[k]]))
-    return fresh, existing
+            named.remove(same)
+            answered[outline.where] = Existing(outline, same.id, [])
+    for outline in (o for o in outlines if o.where in wanted and o.where not in answered):
+        named = by_name[outline.name]
+        if named:
+            other = named.pop(0)
+            theirs, mine = _definition(_body(other)), wanted[outline.where]
+            differs = [name for name in mine if mine[name] != theirs[name]]
+            answered[outline.where] = Existing(outline, other.id, differs)
+    fresh = [outline for outline in outlines if outline.where not in answered]
+    return fresh, [answered[o.where] for o in outlines if o.where in answered]
 
 
 def _checked(outline: opml.CrawlerOutline) -> dict[str, Any]:
