@@ -4,7 +4,9 @@ same checks as any create; its errors are told in the file's terms (the outline)
 
 A feed is imported once: a feed listed again in the file, or one the user already crawls
 with the same keyword filter (a crawler of theirs lists it), is skipped, so importing a
-file twice creates its crawlers once."""
+file twice creates its crawlers once. An export's crawler outlines are crawlers whole, with
+their own keywords and settings (blackwidow.crawler_outlines): one the user has is not made
+again."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from blackwidow import crawlers, opml
+from blackwidow import crawler_outlines, crawlers, opml
 from blackwidow.auth import Caller
 from blackwidow.errors import ApiError
 from blackwidow.models import Crawler
@@ -26,6 +28,7 @@ from sources.urls import canonical_url
 GROUPINGS = ("one-each", "outline", "one-all")
 NAME_LENGTH = 200  # a crawler's name, at most
 _FEED_FIELD = re.compile(r"^crawlers\.(\d+)\.query\.feeds\.(\d+)")
+_ENTRY_FIELD = re.compile(r"^crawlers\.(\d+)\.?(.*)")
 _KEYWORDS_FIELD = re.compile(r"^crawlers\.\d+\.query\.(keywords(\.\d+)?)")
 
 
@@ -50,6 +53,7 @@ class Skipped:
 class Imported:
     crawlers: list[Crawler]
     skipped: list[Skipped]
+    existing: list[crawler_outlines.Existing]
 
 
 def import_feeds(
@@ -60,27 +64,35 @@ def import_feeds(
     keywords: Sequence[str],
     most: int,
 ) -> Imported:
-    """Create the caller's crawlers for the feeds they do not crawl yet, grouped as asked, in
-    this transaction, or none. More than `most` new feeds is refused: one import is one
-    batch create, and a batch is bounded."""
+    """Create the caller's crawlers for the feeds they do not crawl yet, grouped as asked, and
+    for the crawler outlines they have no crawler of, in this transaction, or none. More than
+    `most` new feeds is refused: one import is one batch create, and a batch is bounded."""
     crawlers.owner(caller)  # the admin owns no crawlers: refused before reading any
-    fresh, skipped = _fresh(session, caller, subscriptions.feeds, keywords)
-    if len(fresh) > most:
-        message = f"body: {len(fresh)} new feeds, more than one import takes ({most})"
+    if keywords and subscriptions.crawlers:
+        where = subscriptions.crawlers[0].where
+        message = f"keywords: not for a file of crawlers, which carry their own ({where})"
+        raise ApiError(422, "invalid", message, "keywords")
+    owned = crawlers.listing(session, caller, source="rss")
+    outlines, existing = crawler_outlines.sorted_out(owned, subscriptions.crawlers)
+    fresh, skipped = _fresh(owned, subscriptions.feeds, keywords)
+    new_feeds = len(fresh) + sum(len(outline.feeds) for outline in outlines)
+    if new_feeds > most:
+        message = f"body: {new_feeds} new feeds, more than one import takes ({most})"
         raise ApiError(422, "invalid", message, "body")
     planned = plan(replace(subscriptions, feeds=fresh), group_by)
-    return Imported(_create(session, caller, planned, keywords) if planned else [], skipped)
+    made = _create(session, caller, outlines, planned, keywords) if outlines or planned else []
+    return Imported(made, skipped, existing)
 
 
 def _fresh(
-    session: Session, caller: Caller, feeds: Sequence[opml.Feed], keywords: Sequence[str]
+    owned: Sequence[Crawler], feeds: Sequence[opml.Feed], keywords: Sequence[str]
 ) -> tuple[list[opml.Feed], list[Skipped]]:
     """The feeds to import, in file order, and those skipped; URLs compared in the canonical
     form the source key uses (`HTTPS://Host:443/` is `https://host/`)."""
     wanted = filter_key(keywords)
     crawled: dict[str, int | None] = {
         _spelling(url): crawler.id
-        for crawler in crawlers.listing(session, caller, source="rss")
+        for crawler in owned
         if filter_key(crawler.query.get("keywords", [])) == wanted
         for url in crawler.query["feeds"]
     }
@@ -123,15 +135,20 @@ def plan(subscriptions: opml.Subscriptions, group_by: str) -> list[Planned]:
 
 
 def _create(
-    session: Session, caller: Caller, planned: Sequence[Planned], keywords: Sequence[str]
+    session: Session,
+    caller: Caller,
+    outlines: Sequence[opml.CrawlerOutline],
+    planned: Sequence[Planned],
+    keywords: Sequence[str],
 ) -> list[Crawler]:
-    """Create the planned crawlers in this transaction, or none; an invalid feed is named by
-    its outline and URL."""
-    entries = [_entry(crawler, keywords) for crawler in planned]
+    """Create the crawler outlines' crawlers, then the planned ones, in this transaction, or
+    none; an invalid feed is named by its outline and URL, a setting by its attribute."""
+    entries = [crawler_outlines.entry(outline) for outline in outlines]
+    entries += [_entry(crawler, keywords) for crawler in planned]
     try:
         return crawlers.create_batch(session, caller, entries)
     except ApiError as error:
-        raise _in_file_terms(error, planned) from None
+        raise _in_file_terms(error, outlines, planned) from None
 
 
 def _entry(crawler: Planned, keywords: Sequence[str]) -> dict[str, Any]:
@@ -141,9 +158,15 @@ def _entry(crawler: Planned, keywords: Sequence[str]) -> dict[str, Any]:
     return {"name": crawler.name[:NAME_LENGTH], "source": "rss", "query": query}
 
 
-def _in_file_terms(error: ApiError, planned: Sequence[Planned]) -> ApiError:
+def _in_file_terms(
+    error: ApiError, outlines: Sequence[opml.CrawlerOutline], planned: Sequence[Planned]
+) -> ApiError:
     """`crawlers.3.query.feeds.0: ...` becomes `body.outline[7] (URL): ...`, field the outline;
     a keyword the query refuses is the `keywords` argument's."""
+    entry = _ENTRY_FIELD.match(error.field or "")
+    if entry is not None and int(entry[1]) < len(outlines):
+        inner = ApiError(error.status, error.code, error.message, entry[2] or None)
+        return crawler_outlines.in_file_terms(inner, outlines[int(entry[1])])
     reason = error.message.split(": ", 1)[-1]
     keyword = _KEYWORDS_FIELD.match(error.field or "")
     if keyword is not None:
@@ -151,13 +174,14 @@ def _in_file_terms(error: ApiError, planned: Sequence[Planned]) -> ApiError:
     found = _FEED_FIELD.match(error.field or "")
     if found is None:
         return error
-    feed = planned[int(found[1])].feeds[int(found[2])]
+    feed = planned[int(found[1]) - len(outlines)].feeds[int(found[2])]
     where = feed.where
     return ApiError(error.status, error.code, f"{where} ({feed.url}): {reason}", where)
 
 
 def document(session: Session, caller: Caller) -> bytes:
-    """The caller's RSS crawlers (the admin's: all) as OPML: a category per crawler, named
-    after it, holding its feeds; importing it by outline makes the same crawlers again."""
+    """The caller's RSS crawlers (the admin's: all) as OPML: an outline per crawler, named
+    after it, holding its feeds and carrying what else defines it; importing it makes the
+    same crawlers again, and nothing where they are."""
     listed = crawlers.listing(session, caller, source="rss")
-    return opml.write("Black Widow feeds", [(c.name, c.query["feeds"]) for c in listed])
+    return opml.write("Black Widow feeds", [crawler_outlines.written(c) for c in listed])

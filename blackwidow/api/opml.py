@@ -9,11 +9,11 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 from marshmallow import Schema, fields, validate
 
-from blackwidow import feed_lists, opml
+from blackwidow import crawler_outlines, feed_lists, opml
 from blackwidow.api.context import caller, transaction
 from blackwidow.api.crawlers import crawler_out
-from blackwidow.api.schemas import MAX_BATCH, CrawlerBatchOut
-from blackwidow.errors import ApiError, ErrorOut
+from blackwidow.api.schemas import MAX_BATCH, CrawlerBatchOut, CrawlerCreate
+from blackwidow.errors import ApiError, ErrorOut, invalid_input
 from sources.rss.query import MAX_FEEDS
 
 OPML_TYPE = "text/x-opml"
@@ -24,8 +24,12 @@ _IMPORT_RULES = (
     "listed twice, or one of your RSS crawlers fetches with the same keywords, is skipped "
     "(so importing a file again creates nothing) and listed in `skipped`. At most "
     f"{MAX_BATCH} new feeds per import; a group of more than {MAX_FEEDS} feeds (a crawler's "
-    "most) is split in parts: `Tech`, `Tech (2)`."
+    "most) is split in parts: `Tech`, `Tech (2)`. An outline with attributes in the "
+    f"`{opml.NAMESPACE}` namespace, as `GET /crawlers.opml` writes it, is one crawler with "
+    "its own keywords and settings, whatever `group_by` says: made when you have no crawler "
+    "of its name, else listed in `skipped_crawlers` (`differs` empty: the same crawler)."
 )
+_CREATE = CrawlerCreate()
 
 blp = Blueprint("opml", __name__, url_prefix="/api/v1", description="OPML import and export")
 
@@ -52,10 +56,27 @@ class SkippedFeed(Schema):
     )
 
 
+class SkippedCrawler(Schema):
+    name = fields.String()
+    outline = fields.String(metadata={"description": "where the file defines it"})
+    crawler_id = fields.Integer(metadata={"description": "your crawler of that name"})
+    differs = fields.List(
+        fields.String(),
+        metadata={
+            "description": "the fields your crawler has otherwise (it is left as it is); "
+            "empty: the same crawler"
+        },
+    )
+
+
 class ImportOut(CrawlerBatchOut):
     skipped = fields.List(
         fields.Nested(SkippedFeed),
         metadata={"description": "feeds not imported: crawled already, or listed twice"},
+    )
+    skipped_crawlers = fields.List(
+        fields.Nested(SkippedCrawler),
+        metadata={"description": "crawler outlines not imported: you have a crawler of the name"},
     )
 
 
@@ -86,26 +107,50 @@ class CrawlerImport(MethodView):
             subscriptions = opml.read(request.get_data())
         except opml.OpmlError as error:
             raise ApiError(422, "invalid", str(error), error.where) from None
+        for outline in subscriptions.crawlers:
+            _check(outline)
         with transaction() as session:
             imported = feed_lists.import_feeds(
                 session, caller(), subscriptions, args["group_by"], args["keywords"], MAX_BATCH
             )
-            return {
-                "crawlers": [crawler_out(crawler, None) for crawler in imported.crawlers],
-                "skipped": [
-                    {"url": s.feed.url, "outline": s.feed.where, "crawler_id": s.crawler_id}
-                    for s in imported.skipped
-                ],
+            return _imported_out(imported)
+
+
+def _check(outline: opml.CrawlerOutline) -> None:
+    """A crawler outline's settings through the checks of POST /crawlers, named as the file
+    names them (`body.outline[0].blackwidow:itemLimit`)."""
+    errors = _CREATE.validate(crawler_outlines.entry(outline))
+    if errors:
+        raise crawler_outlines.in_file_terms(invalid_input(errors), outline)
+
+
+def _imported_out(imported: feed_lists.Imported) -> dict[str, Any]:
+    return {
+        "crawlers": [crawler_out(crawler, None) for crawler in imported.crawlers],
+        "skipped": [
+            {"url": s.feed.url, "outline": s.feed.where, "crawler_id": s.crawler_id}
+            for s in imported.skipped
+        ],
+        "skipped_crawlers": [
+            {
+                "name": e.outline.name,
+                "outline": e.outline.where,
+                "crawler_id": e.crawler_id,
+                "differs": e.differs,
             }
+            for e in imported.existing
+        ],
+    }
 
 
 @blp.route("/crawlers.opml")
 class CrawlerOpml(MethodView):
     @blp.response(200, _DOCUMENT, content_type=OPML_TYPE)
     def get(self) -> Response:
-        """The caller's RSS crawlers (the admin's: all) as OPML: a category per crawler
-        holding its feeds. Imported back with `group_by=outline`, it makes the same crawlers
-        (keywords are not part of OPML)."""
+        """The caller's RSS crawlers (the admin's: all) as OPML 2.0: an outline per crawler
+        holding its feeds, with its keywords, limits, schedule and the rest as attributes in
+        the `urn:blackwidow:opml:1` namespace (other readers see categories of feeds).
+        Imported back it makes the same crawlers, and nothing where they are."""
         with transaction() as session:
             document = feed_lists.document(session, caller())
         return Response(document, content_type=f"{OPML_TYPE}; charset=utf-8")

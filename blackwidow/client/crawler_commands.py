@@ -205,8 +205,9 @@ def remove(hub: HubClient, crawler_id: int, yes: bool) -> None:
 def import_opml(
     hub: HubClient, opml: Any, group_by: str, keywords: tuple[str, ...], fmt: str
 ) -> None:
-    """Create RSS crawlers from an OPML file (Miniflux, FreshRSS, Feedly, ... exports), all
-    or none. Feeds you crawl already with the same keywords are skipped, and said so."""
+    """Create RSS crawlers from an OPML file (Miniflux, FreshRSS, Feedly, ... exports, or
+    export-opml's), all or none. Feeds you crawl already with the same keywords, and crawlers
+    of export-opml you have a crawler of the same name of, are skipped, and said so."""
     answer = hub.json(
         "POST",
         "/api/v1/crawlers/import",
@@ -218,13 +219,19 @@ def import_opml(
     for skipped in answer.get("skipped", []):
         why = f"crawler {skipped['crawler_id']} has it" if skipped["crawler_id"] else "listed twice"
         click.echo(f"skipped {skipped['url']} ({skipped['outline']}): {why}", err=True)
+    for skipped in answer.get("skipped_crawlers", []):
+        differs = ", ".join(skipped["differs"])
+        why = f"differs in {differs}, left as it is" if differs else "is the same"
+        said = f"skipped crawler {skipped['name']!r} ({skipped['outline']})"
+        click.echo(f"{said}: crawler {skipped['crawler_id']} {why}", err=True)
 
 
 @crawlers.command("export-opml")
 @click.option("-o", "--output", "path", type=click.Path(dir_okay=False, path_type=Path))
 @connected
 def export_opml(hub: HubClient, path: Path | None) -> None:
-    """Write the RSS crawlers' feeds as OPML, to a file or standard output."""
+    """Write the RSS crawlers as OPML, to a file or standard output: feeds for any reader,
+    and each crawler's keywords and settings for an import back."""
     document = hub.call("GET", "/api/v1/crawlers.opml").content
     if path is None:
         click.echo(document.decode(), nl=False)

@@ -3,13 +3,17 @@ naming the outline at fault; an export holds the caller's feeds and reads back t
 
 from __future__ import annotations
 
+import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import listparser
 import pytest
 from flask.testing import FlaskClient
 
-from tests.component.conftest import bearer
+from blackwidow.app import create_app
+from tests.component.conftest import ADMIN, bearer, hub_settings
 from tests.support import every_page
 
 DATA = Path(__file__).parent.parent / "data" / "opml"
@@ -162,3 +166,207 @@ def test_feeds_outside_any_category_go_to_a_crawler_named_after_the_file(
         ("Subscriptions from Inoreader [https://www.inoreader.com]", 1),
         ("设计", 2),
     ]
+
+
+SPORTS = {
+    "name": "sports-python",
+    "source": "rss",
+    "query": {
+        "feeds": ["https://sports.example/rss", "https://scores.example/atom?x=1&y=2"],
+        "keywords": ["python", "Monty Python"],
+        "url_keys": {"drop": ["ref"], "keep": []},
+    },
+    "item_limit": 500,
+    "retention_days": 30,
+    "recollect_after": 604800,
+    "enabled": False,
+    "priority": "high",
+    "schedule": {"cron": "*/15 * * * *", "timezone": "Europe/Paris"},
+}
+PLAIN = {"name": "news", "source": "rss", "query": {"feeds": ["https://news.example/rss"]}}
+DEFINITION = ("name", "source", "query", "item_limit", "retention_days", "recollect_after")
+DEFINITION += ("enabled", "priority", "schedule")
+NS = "{urn:blackwidow:opml:1}"
+
+
+def defined(client: FlaskClient, token: str) -> list[dict[str, Any]]:
+    """The caller's crawlers as their creates define them, in id order."""
+    return [{k: c[k] for k in DEFINITION} for c in listed(client, token)]
+
+
+def exported_by(client: FlaskClient, make_user: Any) -> tuple[str, bytes]:
+    """A user's token and the export of their two crawlers, SPORTS and PLAIN."""
+    token = make_user("ana")["token"]
+    for body in (SPORTS, PLAIN):
+        made = client.post("/api/v1/crawlers", json=body, headers=bearer(token))
+        assert made.status_code == 201, made.json
+    exported = client.get("/api/v1/crawlers.opml", headers=bearer(token))
+    assert exported.status_code == 200
+    return token, exported.data
+
+
+def test_an_export_carries_each_crawlers_definition_in_its_namespace(
+    client: FlaskClient, make_user: Any
+) -> None:
+    _, document = exported_by(client, make_user)
+    assert b'xmlns:blackwidow="urn:blackwidow:opml:1"' in document
+    sports, news = ET.fromstring(document).findall("body/outline")
+    assert sports.get("text") == "sports-python"
+    assert {k: v for k, v in sports.attrib.items() if k.startswith(NS)} == {
+        f"{NS}keywords": '["python","Monty Python"]',
+        f"{NS}urlKeys": '{"drop":["ref"],"keep":[]}',
+        f"{NS}itemLimit": "500",
+        f"{NS}retentionDays": "30",
+        f"{NS}recollectAfter": "604800",
+        f"{NS}schedule": '{"cron":"*/15 * * * *","timezone":"Europe/Paris"}',
+        f"{NS}enabled": "false",
+        f"{NS}priority": "high",
+    }
+    assert [f.get("xmlUrl") for f in sports] == SPORTS["query"]["feeds"]
+    assert {k.removeprefix(NS) for k in news.attrib if k.startswith(NS)} == {
+        "keywords",
+        "enabled",
+        "priority",
+    }
+    assert news.get(f"{NS}keywords") == "[]"
+
+
+def test_a_reader_that_knows_nothing_of_the_namespace_reads_the_export_as_feeds(
+    client: FlaskClient, make_user: Any
+) -> None:
+    """As a feed reader's OPML parser (listparser) reads it: well formed, each feed with its
+    crawler as its category; and as plain XML: OPML 2.0, no attribute outside OPML's own but
+    in the namespace."""
+    _, document = exported_by(client, make_user)
+    urls = [*SPORTS["query"]["feeds"], *PLAIN["query"]["feeds"]]
+    read = listparser.parse(document.decode())
+    assert not read.bozo, read.get("bozo_exception")
+    assert [(f.url, f.title, f.categories) for f in read.feeds] == [
+        (url, url, [[name]])
+        for url, name in zip(urls, ["sports-python", "sports-python", "news"], strict=True)
+    ]
+    root = ET.fromstring(document)
+    assert (root.tag, root.get("version")) == ("opml", "2.0")
+    assert root.findtext("head/title") and root.findtext("head/dateCreated")
+    feeds = [o for o in root.iter("outline") if o.get("xmlUrl")]
+    assert [(f.get("type"), f.get("text"), f.get("xmlUrl")) for f in feeds] == [
+        ("rss", url, url) for url in urls
+    ]
+    opml_own = {"text", "title", "type", "xmlUrl"}
+    assert {k for o in root.iter("outline") for k in o.attrib if not k.startswith(NS)} <= opml_own
+
+
+def test_an_export_imported_again_creates_nothing_and_says_so(
+    client: FlaskClient, make_user: Any
+) -> None:
+    """The regression: by outline, the export made a second `sports-python` without keywords
+    beside the original, collecting everything."""
+    token, document = exported_by(client, make_user)
+    before = listed(client, token)
+    for query in ("?group_by=outline", "", "?group_by=one-all"):
+        again = post(client, token, document, query)
+        assert again.status_code == 201, again.json
+        assert again.json["crawlers"] == []
+        assert again.json["skipped_crawlers"] == [
+            {
+                "name": c["name"],
+                "outline": f"body.outline[{n}]",
+                "crawler_id": c["id"],
+                "differs": [],
+            }
+            for n, c in enumerate(before)
+        ]
+    assert listed(client, token) == before
+
+
+def test_an_export_imported_onto_a_fresh_hub_recreates_the_same_crawlers(
+    client: FlaskClient, make_user: Any, sqlite_template: Path, tmp_path: Path
+) -> None:
+    original, document = exported_by(client, make_user)
+    home = tmp_path / "fresh"
+    home.mkdir()
+    shutil.copyfile(sqlite_template, home / "hub.db")
+    fresh_app = create_app(hub_settings(f"sqlite:///{home / 'hub.db'}", home))
+    fresh = fresh_app.test_client()
+    token = fresh.post("/api/v1/users", json={"name": "ana"}, headers=bearer(ADMIN)).json["token"]
+    imported = post(fresh, token, document, "?group_by=outline")
+    assert imported.status_code == 201, imported.json
+    assert defined(fresh, token) == defined(client, original)
+    assert defined(fresh, token)[0] == {**SPORTS, "query": {**SPORTS["query"]}}
+    again = post(fresh, token, fresh.get("/api/v1/crawlers.opml", headers=bearer(token)).data)
+    assert (again.json["crawlers"], len(again.json["skipped_crawlers"])) == ([], 2)
+    with fresh_app.extensions["blackwidow"].sessions() as session:
+        session.get_bind().dispose()
+
+
+def test_a_crawler_of_the_same_name_defined_otherwise_is_reported_and_left_alone(
+    client: FlaskClient, make_user: Any
+) -> None:
+    token, document = exported_by(client, make_user)
+    sports = listed(client, token)[0]
+    changed = {"item_limit": 50, "query": {**SPORTS["query"], "keywords": ["rust"]}}
+    assert client.patch(f"/api/v1/crawlers/{sports['id']}", json=changed, headers=bearer(token))
+    before = defined(client, token)
+    again = post(client, token, document, "?group_by=outline")
+    assert again.status_code == 201, again.json
+    assert again.json["crawlers"] == []
+    assert again.json["skipped_crawlers"][0] == {
+        "name": "sports-python",
+        "outline": "body.outline[0]",
+        "crawler_id": sports["id"],
+        "differs": ["keywords", "item_limit"],
+    }
+    assert again.json["skipped_crawlers"][1]["differs"] == []
+    assert defined(client, token) == before
+
+
+@pytest.mark.parametrize(
+    ("attribute", "says"),
+    [
+        ('itemLimit="many"', "whole number"),
+        ('itemLimit="0"', "greater than"),
+        ('keywords="python"', "not JSON"),
+        ('keywords="[1]"', "string"),
+        ("""schedule='{"cron": "x"}'""", "cron"),
+        ('enabled="yes"', "true or false"),
+        ('itemlimit="5"', "unknown attribute"),
+    ],
+)
+def test_a_bad_crawler_outline_names_its_attribute_and_nothing_is_created(
+    client: FlaskClient, make_user: Any, attribute: str, says: str
+) -> None:
+    token = make_user()["token"]
+    document = (
+        "<opml version='2.0' xmlns:blackwidow='urn:blackwidow:opml:1'><body>"
+        "<outline text='good' blackwidow:keywords='[]'>"
+        "<outline xmlUrl='https://good.example/rss'/></outline>"
+        f"<outline text='bad' blackwidow:{attribute}>"
+        "<outline xmlUrl='https://bad.example/rss'/></outline></body></opml>"
+    ).encode()
+    refused = post(client, token, document)
+    assert refused.status_code == 422, refused.json
+    field = "body.outline[1].blackwidow:" + attribute.split("=")[0]
+    assert refused.json["error"]["field"] == field
+    assert says in refused.json["error"]["message"]
+    assert listed(client, token) == []
+
+
+def test_a_bad_feed_in_a_crawler_outline_is_named_and_keywords_are_the_files(
+    client: FlaskClient, make_user: Any
+) -> None:
+    token = make_user()["token"]
+    document = (
+        b"<opml version='2.0' xmlns:blackwidow='urn:blackwidow:opml:1'><body>"
+        b"<outline text='c' blackwidow:keywords='[]'><outline xmlUrl='https://ok.example/'/>"
+        b"<outline xmlUrl='https://user:pw@bad.example/rss'/></outline></body></opml>"
+    )
+    refused = post(client, token, document)
+    assert refused.status_code == 422
+    assert refused.json["error"]["field"] == "body.outline[0].outline[1]"
+    assert "https://user:pw@bad.example/rss" in refused.json["error"]["message"]
+    good = document.replace(b"user:pw@", b"")
+    with_keywords = post(client, token, good, "?keywords=go")
+    assert (with_keywords.status_code, with_keywords.json["error"]["field"]) == (422, "keywords")
+    unnamed = post(client, token, good.replace(b"text='c'", b"text=''"))
+    assert (unnamed.status_code, unnamed.json["error"]["field"]) == (422, "body.outline[0].text")
+    assert listed(client, token) == []

@@ -123,6 +123,20 @@ def test_a_newcomer_logs_in_imports_opml_follows_items_and_exports_csv(
     assert {c["id"] for c in listed} == {c["id"] for c in made}
     exported_opml = analyst.ok("crawlers", "export-opml")
     assert hub.feed("one", items=4).replace("&", "&amp;") in exported_opml
+    sports = analyst.lines(
+        *("crawlers", "add", "--name", "sports-python", "--feed", hub.feed("sports", items=2)),
+        *("--keyword", "python", "--item-limit", "500"),
+    )[0]
+    round_trip = tmp_path / "round-trip.opml"
+    analyst.ok("crawlers", "export-opml", "-o", str(round_trip))
+    back = analyst.run(
+        *("crawlers", "import", str(round_trip), "--group-by", "outline", "--format", "jsonl")
+    )
+    assert (back.returncode, back.stdout) == (0, ""), back.stderr
+    said = f"skipped crawler 'sports-python' (body.outline[2]): crawler {sports['id']} is the same"
+    assert said in back.stderr
+    assert len(analyst.lines("crawlers", "ls")) == 3
+    analyst.ok("crawlers", "rm", str(sports["id"]), "--yes")
 
     static = next(c for c in made if c["name"] == "Mine")
     wait_until(

@@ -1,5 +1,5 @@
 """OPML read as real readers export it (tests/data/opml), refused when it is not usable, and
-written back so that reading it gives the same groups of feeds."""
+written back so that reading it gives the same groups of feeds, and the same crawlers."""
 
 from __future__ import annotations
 
@@ -111,13 +111,60 @@ def test_unusable_documents_are_refused_naming_the_part(
     assert refused.value.where == where
 
 
-def test_what_is_written_reads_back_as_the_same_groups() -> None:
-    groups = [("Tech/Python", ["https://a.example/rss", "https://b.example/rss?x=1&y=2"])]
-    groups.append(("News & more", ["http://c.example/feed"]))
-    read = opml.read(opml.write("Mine", groups))
-    assert read.title == "Mine"
+def test_what_is_written_without_settings_reads_back_as_the_same_groups() -> None:
+    urls = ["https://a.example/rss", "https://b.example/rss?x=1&y=2"]
+    groups = [("Tech/Python", urls), ("News & more", ["http://c.example/feed"])]
+    written = [opml.Written(name, [(u, u) for u in feeds], {}) for name, feeds in groups]
+    read = opml.read(opml.write("Mine", written))
+    assert (read.title, read.crawlers) == ("Mine", [])
     back = feed_lists.plan(read, "outline")
     assert [(p.name, [f.url for f in p.feeds]) for p in back] == groups
+
+
+def test_a_crawlers_settings_are_written_in_the_namespace_and_read_back_the_same() -> None:
+    settings = {
+        "keywords": ["python", "Monty & Python"],
+        "url_keys": {"drop": ["ref"]},
+        "item_limit": 500,
+        "retention_days": None,  # left out: the create's default
+        "recollect_after": 3600,
+        "schedule": {"every": 300},
+        "enabled": False,
+        "priority": "low",
+    }
+    feeds = [("https://a.example/rss", "A & co")]
+    document = opml.write("Mine", [opml.Written("sports <python>", feeds, settings)])
+    assert b'xmlns:blackwidow="urn:blackwidow:opml:1"' in document
+    read = opml.read(document)
+    assert read.feeds == []
+    [crawler] = read.crawlers
+    assert (crawler.name, crawler.where) == ("sports <python>", "body.outline[0]")
+    assert crawler.settings == {k: v for k, v in settings.items() if v is not None}
+    assert [(f.url, f.name, f.where) for f in crawler.feeds] == [
+        ("https://a.example/rss", "A & co", "body.outline[0].outline[0]")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("inner", "where", "says"),
+    [
+        ("<outline text='cat'/>", "body.outline[0].outline[0]", "feeds only"),
+        (
+            "<outline xmlUrl='https://a.example/' b:enabled='true'/>",
+            "body.outline[0].outline[0]",
+            "on a feed inside",
+        ),
+        ("<outline xmlUrl='ftp://a.example/'/>", "body.outline[0].outline[0]", "http(s)"),
+    ],
+)
+def test_a_crawler_outline_holds_feeds_only(inner: str, where: str, says: str) -> None:
+    document = (
+        "<opml xmlns:b='urn:blackwidow:opml:1'><body><outline text='c' b:keywords='[]'>"
+        f"{inner}</outline></body></opml>"
+    ).encode()
+    with pytest.raises(opml.OpmlError, match=re.escape(says)) as refused:
+        opml.read(document)
+    assert refused.value.where == where
 
 
 @pytest.mark.parametrize(
@@ -158,3 +205,16 @@ def test_a_file_without_a_title_files_loose_feeds_under_a_name_of_its_own(
     ]
     planned = feed_lists.plan(opml.Subscriptions(None, feeds), group_by)
     assert [p.name for p in planned] == names
+
+
+def test_json_nested_past_the_decoders_depth_is_refused_as_not_json() -> None:
+    """Named by the attribute whatever prefix the file gives the namespace."""
+    deep = "[" * 100_000 + "]" * 100_000
+    document = (
+        "<opml xmlns:b='urn:blackwidow:opml:1'><body>"
+        f"<outline text='c' b:schedule='{deep}'><outline xmlUrl='https://a.example/'/>"
+        "</outline></body></opml>"
+    ).encode()
+    with pytest.raises(opml.OpmlError, match="not JSON") as refused:
+        opml.read(document)
+    assert refused.value.where == "body.outline[0].blackwidow:schedule"
