@@ -9,7 +9,7 @@ importing an export again creates nothing, and never makes a second crawler of o
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,14 +35,16 @@ class Existing:
     differs: list[str]
 
 
-def written(crawler: Crawler) -> opml.Written:
-    """A crawler as an export writes it. The hub keeps no feed titles (a node reads feeds'
-    entries, not their own titles, and reports neither), so a feed's title is its URL."""
+def written(crawler: Crawler, titles: Mapping[str, str]) -> opml.Written:
+    """A crawler as an export writes it; a feed's title is its own where a node has read it
+    (`titles`, by URL), else its URL."""
     query = crawler.query
     # keywords always written, an empty filter too: it marks the crawler's outline
     settings = {"keywords": query.get("keywords", []), "url_keys": query.get("url_keys")}
     settings.update({name: getattr(crawler, name) for name in COLUMNS})
-    return opml.Written(crawler.name, [(url, url) for url in query["feeds"]], settings)
+    return opml.Written(
+        crawler.name, [(url, titles.get(url, url)) for url in query["feeds"]], settings
+    )
 
 
 def entry(outline: opml.CrawlerOutline) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -251,6 +252,28 @@ def running_node(session: Session, crawler_id: int) -> NodeTarget | None:
         .where(Assignment.crawler_id == crawler_id, Node.state != "dead")
     ).first()
     return None if row is None else NodeTarget(row.id, row.url, row.generation)
+
+
+def running_nodes(session: Session, crawler_ids: Sequence[int]) -> dict[int, NodeTarget]:
+    """crawler id -> the live node it is assigned to, for those of `crawler_ids` that have one."""
+    rows = session.execute(
+        select(Assignment.crawler_id, Node.id, Node.url, Node.generation)
+        .join(Node, Assignment.node_id == Node.id)
+        .where(Assignment.crawler_id.in_(crawler_ids), Node.state != "dead")
+    )
+    return {row.crawler_id: NodeTarget(row.id, row.url, row.generation) for row in rows}
+
+
+def feed_titles(client: NodeClient, running: Mapping[int, NodeTarget]) -> dict[str, str]:
+    """Feed URL -> the feed's own title, as the nodes running these crawlers last read it.
+    One call per crawler; a node that does not answer leaves its feeds untitled. No
+    transaction should be open: it waits on the nodes."""
+    titles: dict[str, str] = {}
+    for crawler_id, node in running.items():
+        for feed in feed_health(client, node, crawler_id)["feeds"] or ():
+            if feed.get("title"):
+                titles[feed["url"]] = feed["title"]
+    return titles
 
 
 def feed_health(client: NodeClient, node: NodeTarget | None, crawler_id: int) -> dict[str, Any]:

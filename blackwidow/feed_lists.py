@@ -11,7 +11,7 @@ again."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -179,9 +179,8 @@ def _in_file_terms(
     return ApiError(error.status, error.code, f"{where} ({feed.url}): {reason}", where)
 
 
-def document(session: Session, caller: Caller) -> bytes:
-    """The caller's RSS crawlers (the admin's: all) as OPML: an outline per crawler, named
-    after it, holding its feeds and carrying what else defines it; importing it makes the
-    same crawlers again, and nothing where they are."""
-    listed = crawlers.listing(session, caller, source="rss")
-    return opml.write("Black Widow feeds", [crawler_outlines.written(c) for c in listed])
+def document(listed: Sequence[Crawler], titles: Mapping[str, str]) -> bytes:
+    """RSS crawlers as OPML: an outline per crawler, named after it, holding its feeds (titled
+    as `titles` say, by URL) and carrying what else defines it; importing it makes the same
+    crawlers again, and nothing where they are."""
+    return opml.write("Black Widow feeds", [crawler_outlines.written(c, titles) for c in listed])

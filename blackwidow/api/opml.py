@@ -9,8 +9,8 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 from marshmallow import Schema, fields, validate
 
-from blackwidow import crawler_outlines, feed_lists, opml
-from blackwidow.api.context import caller, transaction
+from blackwidow import crawler_outlines, crawlers, feed_lists, opml
+from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.crawlers import crawler_out
 from blackwidow.api.schemas import MAX_BATCH, CrawlerBatchOut, CrawlerCreate
 from blackwidow.errors import ApiError, ErrorOut, invalid_input
@@ -152,5 +152,8 @@ class CrawlerOpml(MethodView):
         the `urn:blackwidow:opml:1` namespace (other readers see categories of feeds).
         Imported back it makes the same crawlers, and nothing where they are."""
         with transaction() as session:
-            document = feed_lists.document(session, caller())
+            listed = crawlers.listing(session, caller(), source="rss")
+            running = crawlers.running_nodes(session, [crawler.id for crawler in listed])
+        titles = crawlers.feed_titles(hub().nodes, running)  # asks the nodes: no transaction
+        document = feed_lists.document(listed, titles)
         return Response(document, content_type=f"{OPML_TYPE}; charset=utf-8")

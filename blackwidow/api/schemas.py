@@ -194,7 +194,8 @@ class CrawlerFeedsOut(Schema):
         allow_none=True,
         metadata={
             "description": "each feed's health: url, last_fetch_at, last_status, "
-            "last_success_at, error, error_streak, next_due_at, entries; null when no node "
+            "last_success_at, error, error_streak, next_due_at, entries, title (the feed's own); "
+            "null when no node "
             "runs the crawler or answers, or its source has no feeds"
         },
     )

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urljoin, urlsplit
 
 import feedparser
@@ -37,6 +37,15 @@ _WIDE_DECLARATION = re.compile(
     rb"\s*<\?xml[^>]*encoding\s*=\s*[\"']\s*(?:utf|ucs|iso-10646-ucs)-?_?(?:16|32|2|4)",
     re.IGNORECASE,
 )
+
+
+class ParsedFeed(NamedTuple):
+    """What one parse gives: the items, the feed's <ttl> in seconds and its own title (None
+    where absent)."""
+
+    items: list[Item]
+    ttl: float | None
+    title: str | None
 
 
 class FeedError(Exception):
@@ -112,6 +121,11 @@ def _item(entry: Any, item_id: str, url: str | None, feed_url: str, fetched_at: 
     )
 
 
+def _title(feed: Any) -> str | None:
+    """The feed's own title as plain text (an export names the feed by it), None if blank."""
+    return plain_text(feed.get("title_detail"))
+
+
 def _ttl(feed: Any) -> float | None:
     """RSS <ttl> is in minutes; anything but a positive whole number is ignored."""
     try:
@@ -145,8 +159,8 @@ def parse_feed(
     headers: Mapping[str, str],
     known: Mapping[str, Item] = MappingProxyType({}),
     keys: UrlKeys = DEFAULT_KEYS,
-) -> tuple[list[Item], float | None]:
-    """Items of a feed document and the feed's own <ttl> in seconds (None if absent).
+) -> ParsedFeed:
+    """Items of a feed document, with the feed's own <ttl> and title.
 
     An entry whose id is `known` (from the feed's last document) is that item again, not
     extracted anew: a changed feed mostly repeats what it had, and an item's text and HTML
@@ -187,4 +201,4 @@ def parse_feed(
             continue
         if item_id not in items:  # a document listing an entry twice yields it once
             items[item_id] = known.get(item_id) or _item(entry, item_id, url, feed_url, fetched_at)
-    return list(items.values()), _ttl(parsed.feed)
+    return ParsedFeed(list(items.values()), _ttl(parsed.feed), _title(parsed.feed))

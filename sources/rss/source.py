@@ -38,13 +38,14 @@ class _Feed(PollState):
     """What the source remembers about one feed between polls."""
 
     entries: int | None = None  # entries in the last document parsed
+    title: str | None = None  # the feed's own, from the last document parsed
     ttl: float | None = None
     items: list[Item] = field(default_factory=list)
     delivered_ids: set[str] = field(default_factory=set)
     delivered_digest: bytes | None = None  # of the last document whose items were delivered
 
     def health(self, now: float, now_at: datetime) -> dict[str, Any]:
-        return {**super().health(now, now_at), "entries": self.entries}
+        return {**super().health(now, now_at), "entries": self.entries, "title": self.title}
 
 
 class RssSource:
@@ -191,7 +192,7 @@ class RssSource:
         stopped meanwhile (its subscribers are gone, and nothing is delivered)."""
         with self._entries.cpu_bound():
             known = {item.id: item for item in feed.items}
-            items, feed.ttl = parse_feed(
+            items, feed.ttl, feed.title = parse_feed(
                 result.body, result.url, fetched_at, result.headers, known, self._url_keys
             )
         feed.entries = len(items)

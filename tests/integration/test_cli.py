@@ -143,6 +143,9 @@ def test_a_newcomer_logs_in_imports_opml_follows_items_and_exports_csv(
         lambda: analyst.lines("crawlers", "show", str(static["id"]))[0]["items_collected"] == 30,
         what="the static feed's 30 items stored",
     )
+    static_url = hub.feed("static", items=30).replace("&", "&amp;")
+    titled = f'text="Static (sample feed)" title="Static (sample feed)" xmlUrl="{static_url}"'
+    assert titled in analyst.ok("crawlers", "export-opml")  # the feed's own title, read by its node
     out = tmp_path / "static.csv"
     analyst.ok("export", str(static["id"]), "-o", str(out))
     with out.open(newline="") as file:

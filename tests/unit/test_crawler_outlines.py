@@ -75,9 +75,12 @@ def test_outlines_are_matched_with_the_users_crawlers(
 
 
 def test_a_crawler_is_written_with_every_setting_and_read_back_as_its_create_body() -> None:
-    query = {**A, "url_keys": {"drop": ["ref"], "keep": []}}
+    feeds = ["https://a.example/rss", "https://b.example/rss"]
+    query = {**A, "feeds": feeds, "url_keys": {"drop": ["ref"], "keep": []}}
     made = crawler(1, "news", query, item_limit=9, schedule={"every": 60}, priority="low")
-    written = crawler_outlines.written(made)
+    written = crawler_outlines.written(made, {feeds[0]: "The first feed"})
+    # the feed's own title where a node has read it, else its URL
+    assert written.feeds == [(feeds[0], "The first feed"), (feeds[1], feeds[1])]
     back = opml.read(opml.write("Mine", [written])).crawlers[0]
     assert crawler_outlines.entry(back) == {
         "name": "news",

@@ -130,7 +130,7 @@ def test_an_external_dtd_passes_the_guard_and_is_never_read(tmp_path: Path) -> N
     dtd.write_text('<!ENTITY secret "leaked">')
     body = rss("&secret;", prefix=f'<!DOCTYPE rss SYSTEM "{dtd.as_uri()}">').encode()
 
-    items, _ = parse_feed(body, "https://x.example/feed", FETCHED_AT, {})
+    items, _, _ = parse_feed(body, "https://x.example/feed", FETCHED_AT, {})
 
     assert [item.id for item in items] == ["1"]
     assert "leaked" not in str(items)

@@ -120,7 +120,7 @@ CASES = [
 
 @pytest.mark.parametrize(("name", "ttl", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_sample_feed_items(name: str, ttl: float | None, expected: list[tuple]) -> None:
-    items, feed_ttl = parse_feed((DATA / name).read_bytes(), FEED_URL, FETCHED_AT, XML)
+    items, feed_ttl, _ = parse_feed((DATA / name).read_bytes(), FEED_URL, FETCHED_AT, XML)
 
     rows = [(i.id, i.url, i.title, i.text, i.author, i.published_at) for i in items]
     assert rows == expected
@@ -129,7 +129,7 @@ def test_sample_feed_items(name: str, ttl: float | None, expected: list[tuple]) 
 
 @pytest.mark.parametrize("name", [c[0] for c in CASES])
 def test_items_carry_source_and_fetch_time_and_no_crawler(name: str) -> None:
-    items, _ = parse_feed((DATA / name).read_bytes(), FEED_URL, FETCHED_AT, XML)
+    items, _, _ = parse_feed((DATA / name).read_bytes(), FEED_URL, FETCHED_AT, XML)
 
     assert items
     for item in items:
@@ -170,7 +170,7 @@ def test_a_dtd_without_entities_is_accepted() -> None:
         b"<item><title>one</title><link>https://old.example/1</link></item></channel></rss>"
     )
 
-    items, _ = parse_feed(body, FEED_URL, FETCHED_AT, XML)
+    items, _, _ = parse_feed(body, FEED_URL, FETCHED_AT, XML)
 
     assert [item.url for item in items] == ["https://old.example/1"]
 
@@ -178,14 +178,37 @@ def test_a_dtd_without_entities_is_accepted() -> None:
 def test_an_empty_channel_is_a_feed_with_no_items() -> None:
     body = b'<rss version="2.0"><channel><title>quiet</title></channel></rss>'
 
-    assert parse_feed(body, FEED_URL, FETCHED_AT, XML) == ([], None)
+    assert parse_feed(body, FEED_URL, FETCHED_AT, XML) == ([], None, "quiet")
+
+
+@pytest.mark.parametrize(
+    ("channel", "title"),
+    [
+        ("<title>  Sports\n &amp; more </title>", "Sports & more"),
+        ("<title></title>", None),
+        ("", None),
+    ],
+)
+def test_a_feed_s_own_title_is_its_plain_text(channel: str, title: str | None) -> None:
+    body = f'<rss version="2.0"><channel>{channel}<item><guid>a</guid></item></channel></rss>'
+
+    assert parse_feed(body.encode(), FEED_URL, FETCHED_AT, XML).title == title
+
+
+def test_an_html_atom_title_is_reduced_to_its_words() -> None:
+    body = (
+        b'<feed xmlns="http://www.w3.org/2005/Atom"><title type="html">'
+        b"&lt;b&gt;Bold&lt;/b&gt; news</title><id>urn:x</id></feed>"
+    )
+
+    assert parse_feed(body, FEED_URL, FETCHED_AT, XML).title == "Bold news"
 
 
 @pytest.mark.parametrize("ttl", ["0", "-5", "soon", "inf", "1.5"])
 def test_a_nonsense_ttl_is_ignored(ttl: str) -> None:
     body = f'<rss version="2.0"><channel><title>t</title><ttl>{ttl}</ttl></channel></rss>'
 
-    assert parse_feed(body.encode(), FEED_URL, FETCHED_AT, XML) == ([], None)
+    assert parse_feed(body.encode(), FEED_URL, FETCHED_AT, XML) == ([], None, "t")
 
 
 def test_links_that_are_not_web_links_are_dropped() -> None:
@@ -195,13 +218,13 @@ def test_links_that_are_not_web_links_are_dropped() -> None:
         b"<item><guid>kept</guid><link>file:///etc/passwd</link></item></channel></rss>"
     )
 
-    items, _ = parse_feed(body, FEED_URL, FETCHED_AT, XML)
+    items, _, _ = parse_feed(body, FEED_URL, FETCHED_AT, XML)
 
     assert [(item.id, item.url) for item in items] == [("kept", None)]
 
 
 def test_threaded_entries_share_the_conversation_of_the_post_they_answer() -> None:
-    items, _ = parse_feed((DATA / "atom_thread.xml").read_bytes(), FEED_URL, FETCHED_AT, XML)
+    items, _, _ = parse_feed((DATA / "atom_thread.xml").read_bytes(), FEED_URL, FETCHED_AT, XML)
 
     post, reply, alone = "tag:example.org,2024:post-1", "tag:example.org,2024:comment-1", None
     assert [(i.id, i.conversation_id, i.in_reply_to) for i in items] == [
@@ -225,7 +248,7 @@ def test_an_rss_item_with_comments_starts_a_conversation(thread_tag: bytes) -> N
         b"<link>https://e.example/a</link>" + thread_tag + b"</item></channel></rss>"
     )
 
-    items, _ = parse_feed(body, FEED_URL, FETCHED_AT, XML)
+    items, _, _ = parse_feed(body, FEED_URL, FETCHED_AT, XML)
 
     assert [(item.conversation_id, item.in_reply_to) for item in items] == [("a", None)]
 
@@ -258,11 +281,11 @@ def test_html_is_reduced_to_its_text_without_feedparser_sanitising(html: str, te
 
 def test_an_entry_known_from_the_last_document_is_that_item_again() -> None:
     body = (DATA / "rss_guid.xml").read_bytes()
-    first, _ = parse_feed(body, FEED_URL, FETCHED_AT, XML)
+    first, _, _ = parse_feed(body, FEED_URL, FETCHED_AT, XML)
     later = datetime(2024, 5, 2, tzinfo=UTC)
     known = {item.id: item for item in first[:1]}
 
-    again, _ = parse_feed(body, FEED_URL, later, XML, known)
+    again, _, _ = parse_feed(body, FEED_URL, later, XML, known)
 
     assert [item.id for item in again] == [item.id for item in first]
     assert again[0] is first[0]  # not extracted anew: first seen at FETCHED_AT

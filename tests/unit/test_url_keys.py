@@ -93,7 +93,7 @@ FEED = b"""<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>
 
 def _ids(keys: UrlKeys) -> list[str]:
     at = datetime(2024, 5, 1, tzinfo=UTC)
-    items, _ = parse_feed(FEED, "https://news.example/rss", at, {}, keys=keys)
+    items, _, _ = parse_feed(FEED, "https://news.example/rss", at, {}, keys=keys)
     return [item.id for item in items]
 
 
