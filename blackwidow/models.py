@@ -1,5 +1,5 @@
 """The hub's SQL records: users, their credentials, webhooks and crawlers, nodes, assignments,
-subscriber runs, the alerts' outbox and the monitor's leader lock.
+subscriber runs, the alert events and their outbox, and the monitor's leader lock.
 
 Everything the hub knows lives here, so a restarted hub resumes where it stopped.
 """
@@ -243,6 +243,23 @@ class Webhook(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     url: Mapped[str] = mapped_column(String(500))
     secret: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+
+class AlertEvent(Base):
+    """An alert event as it was seen, kept whether or not any webhook receives it (the newest
+    blackwidow.alerts.outbox.KEEP_EVENTS): what the dashboard's Recent alerts show, with the
+    deliveries made of it beside. `body` is the JSON the webhooks get; `user_id` the user it
+    is about, if any (no foreign key: an event is history, kept after its user)."""
+
+    __tablename__ = "alert_events"
+    __table_args__ = (Index("ix_alert_events_user", "user_id", "id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    event_id: Mapped[str] = mapped_column(String(36), unique=True)
+    event_type: Mapped[str] = mapped_column(String(40))
+    user_id: Mapped[int | None] = mapped_column(Integer)
+    body: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
 

@@ -1,5 +1,6 @@
-"""The alerts' outbox: an event becomes one delivery row per webhook that should get it,
-written in the caller's transaction, so an event is kept exactly when what it reports is.
+"""The alerts' outbox: an event is kept as seen (an alert event row, the newest KEEP_EVENTS)
+and becomes one delivery row per webhook that should get it, written in the caller's
+transaction, so an event is kept exactly when what it reports is.
 
 Nothing is sent here; the delivery worker (blackwidow.alerts.delivery) sends the rows later,
 so emitting never waits on a receiver. Rows survive a hub restart.
@@ -10,13 +11,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from sqlalchemy import insert, select
+from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
 from blackwidow.alerts.events import Event
-from blackwidow.models import Webhook, WebhookDelivery, utcnow
+from blackwidow.models import AlertEvent, Webhook, WebhookDelivery, utcnow
 
 log = logging.getLogger(__name__)
+
+KEEP_EVENTS = 1000  # alert events kept, newest first, for the dashboard's Recent alerts
 
 
 class Outbox:
@@ -50,8 +53,29 @@ class Outbox:
                 }
                 for webhook_id in targets
             ]
+        session.execute(insert(AlertEvent), [_event_row(event) for event in events])
+        _keep_newest_events(session)
         if rows:
             session.execute(insert(WebhookDelivery), rows)
+
+
+def _event_row(event: Event) -> dict[str, object]:
+    return {
+        "event_id": event.id,
+        "event_type": event.type,
+        "user_id": event.user_id,
+        "body": event.body(),
+        "created_at": event.at,
+    }
+
+
+def _keep_newest_events(session: Session) -> None:
+    """Forget the alert events beyond the newest KEEP_EVENTS."""
+    oldest_kept = session.scalar(
+        select(AlertEvent.id).order_by(AlertEvent.id.desc()).offset(KEEP_EVENTS - 1).limit(1)
+    )
+    if oldest_kept is not None:
+        session.execute(delete(AlertEvent).where(AlertEvent.id < oldest_kept))
 
 
 def _hooks_of(session: Session, user_ids: set[int]) -> dict[int, list[int]]:

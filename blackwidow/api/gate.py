@@ -24,7 +24,7 @@ from blackwidow.tokens import require_cluster
 OPEN = frozenset({"static", "api-docs.openapi_json", "health.healthz", "health.health_detail"})
 OPEN |= {"nodes.NodeCountView"}  # for autoscalers
 OPEN |= {"metrics"}  # checks its own token and networks (blackwidow.metrics.exposition)
-OPEN |= {"dashboard.signin", "dashboard.static"}  # the sign-in page and its stylesheet
+OPEN |= {"dashboard.signin", "dashboard.static", "dashboard.favicon"}  # sign-in page and looks
 CLUSTER = frozenset({("nodes.Nodes", "POST")})  # node registration: the cluster secret
 SIGNED_IN = "dashboard."  # endpoints whose caller is the dashboard's session, not a token
 

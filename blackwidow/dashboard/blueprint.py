@@ -38,6 +38,7 @@ _SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 
+blp.add_app_template_filter(display.alert_details, "alert_details")
 blp.add_app_template_filter(display.ago, "ago")
 blp.add_app_template_filter(display.moment, "moment")
 blp.add_app_template_filter(display.per_minute, "per_minute")

@@ -1,9 +1,11 @@
 """The cluster page: nodes, the monitor's leaders and last cycle, store and queue health, and
-the latest webhook deliveries (the admin: the cluster webhook's; a user: their own webhooks').
+the latest alert events, with or without a webhook to send them to (the admin: every event,
+beside its delivery to the cluster webhook; a user: the events about them, beside their own
+webhooks' deliveries).
 
-Read through the functions behind `GET /api/v1/health`, `GET /api/v1/nodes` (the admin's)
-`GET /api/v1/nodes/count` (anyone's) and the deliveries' (`.../webhooks/deliveries`): a
-user sees what the API shows a user.
+Read through the functions behind `GET /api/v1/health`, `GET /api/v1/nodes` (the admin's),
+`GET /api/v1/nodes/count` (anyone's) and the alerts' history (blackwidow.alerts.history,
+whose deliveries `.../webhooks/deliveries` lists): a user sees what the API shows a user.
 """
 
 from __future__ import annotations
@@ -27,13 +29,13 @@ def cluster_page() -> ResponseReturnValue:
         detail = health.detail(session, hub().store, utcnow(), settings.monitor_shards, hub().queue)
         nodes = cluster.report(session, settings.monitor_shards) if who.is_admin else None
         count = cluster.count(session, settings.routing == "weighted", settings.capacity_headroom)
-        deliveries = history.recent(session, None if who.is_admin else who.user_id, SHOWN_ALERTS)
+        alerts = history.events(session, None if who.is_admin else who.user_id, SHOWN_ALERTS)
     return render_template(
         "dashboard/cluster.html",
         detail=detail,
         nodes=nodes,
         count=count,
-        deliveries=deliveries,
+        alerts=alerts,
         phi_suspect=settings.phi_suspect,
         phi_dead=settings.phi_dead,
     )

@@ -1,13 +1,14 @@
 """The crawlers pages: the list with its filters and controls, one crawler with its newest
-items, chart, data source and who shares it, and the form that changes a crawler.
+items, chart, data source and who shares it, and the forms that change or delete a crawler.
 
-Read and written through the functions behind `GET /api/v1/crawlers`, `GET/PATCH
+Read and written through the functions behind `GET /api/v1/crawlers`, `GET/PATCH/DELETE
 /api/v1/crawlers/<id>`, `.../items` and `.../feeds`, with the same isolation: another
 user's crawler is missing here as it is there.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import partial
 from typing import Any
 
@@ -26,7 +27,7 @@ from blackwidow.errors import ApiError
 from blackwidow.models import utcnow
 from blackwidow.monitor.states import CRAWLER_STATES
 from blackwidow.store import StoreUnavailable
-from sources.model import Item
+from sources.model import Item, utc_text
 from sources.registry import SOURCE_TYPES
 
 SHOWN_CRAWLERS = 100  # a page of the list, as the API's default
@@ -77,12 +78,24 @@ def crawler_page(crawler_id: int) -> ResponseReturnValue:
         node_id=node_id,
         sharing=[(c, n) for c, n in sharing if c.id != crawler_id],
         feeds=feeds["feeds"],
-        items=items[:SHOWN_ITEMS],
+        items=newest_first(items)[:SHOWN_ITEMS],
         store_error=store_error,
         chart=chart.chart(counts, now),
         chart_items=CHART_ITEMS,
         back=request.path,
     )
+
+
+def newest_first(items: Iterable[Item]) -> list[Item]:
+    """Newest fetch first, and within one fetch (every entry of a feed shares its fetch time)
+    newest published first, then id: the store breaks a tie by id as text, which puts
+    "story 10" between "story 2" and "story 1"."""
+
+    def key(item: Item) -> tuple[str, str, str]:
+        published = utc_text(item.published_at) if item.published_at else ""  # undated: last
+        return utc_text(item.fetched_at), published, item.id
+
+    return sorted(items, key=key, reverse=True)
 
 
 def _items(crawler_id: int) -> tuple[list[Item], str | None]:
@@ -121,3 +134,17 @@ def _described(edits: dict[str, Any]) -> str:
         limit = edits["item_limit"]
         said.append("no item limit" if limit is None else f"item limit {limit}")
     return ", ".join(said) or "nothing to change"
+
+
+@blp.route("/crawlers/<int:crawler_id>/delete", methods=["GET", "POST"], endpoint="delete_crawler")
+def delete_crawler(crawler_id: int) -> ResponseReturnValue:
+    """GET asks to confirm and changes nothing; the confirmation posts back here and deletes
+    as `DELETE /api/v1/crawlers/<id>` does: its subscriber leaves its node."""
+    with transaction() as session:
+        crawler = crawlers.get(session, caller(), crawler_id)
+        if request.method == "GET":
+            return render_template("dashboard/delete_crawler.html", crawler=crawler)
+        done = f"Crawler {crawler.id} ({crawler.name}) deleted."
+        crawlers.remove(session, crawler)
+    flash(done, "done")
+    return redirect(url_for("dashboard.crawlers"), 303)

@@ -1,7 +1,9 @@
-"""How the dashboard writes times and rates: short, in UTC, the same on every page."""
+"""How the dashboard writes times, rates and alert details: short, in UTC, the same on every
+page."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from blackwidow.models import utcnow
@@ -48,3 +50,12 @@ def per_minute(rate: float | None) -> str:
         return "0/min"
     value = rate * 60
     return f"{value:.1f}/min" if value < 10 else f"{value:.0f}/min"
+
+
+_ENVELOPE = ("id", "type", "at")  # every alert body has these; the table shows them apart
+
+
+def alert_details(body: str) -> str:
+    """An alert event's own fields as `node_id=2 url=http://...`, in the body's order."""
+    fields = json.loads(body)
+    return " ".join(f"{name}={value}" for name, value in fields.items() if name not in _ENVELOPE)

@@ -122,6 +122,15 @@ ACCESS: dict[tuple[str, str], Rule] = {
     ("POST", "/crawlers/<int:crawler_id>/edit"): Rule(
         Access.OWNER, {"enabled": "false", "item_limit": "1"}, via=Via.SESSION
     ),
+    ("GET", "/favicon.ico"): Rule(Access.ANYONE, via=Via.SESSION),
+    ("GET", "/crawlers/new"): Rule(Access.CALLER, via=Via.SESSION),
+    ("POST", "/crawlers/new"): Rule(
+        Access.CALLER, {"name": "bob-form", "feeds": "https://blog.example/bob"}, via=Via.SESSION
+    ),
+    ("GET", "/crawlers/<int:crawler_id>/delete"): Rule(Access.OWNER, via=Via.SESSION),
+    ("POST", "/crawlers/<int:crawler_id>/delete"): Rule(Access.OWNER, via=Via.SESSION),
+    ("GET", "/crawlers/<int:crawler_id>/items.jsonl"): Rule(Access.OWNER, via=Via.SESSION),
+    ("GET", "/crawlers/<int:crawler_id>/items.csv"): Rule(Access.OWNER, via=Via.SESSION),
 }
 
 # The path variable that names whose record a scoped route reaches.

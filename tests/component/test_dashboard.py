@@ -10,7 +10,8 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from blackwidow.models import Webhook, WebhookDelivery
+from blackwidow.alerts import events
+from blackwidow.alerts.outbox import Outbox
 from tests.component.conftest import ADMIN, bearer
 from tests.component.test_access import (
     ACCESS,
@@ -207,34 +208,122 @@ def test_pages_forbid_framing_and_foreign_scripts(client: FlaskClient, world: Wo
     assert headers["X-Frame-Options"] == "DENY"
 
 
-def test_recent_alerts_show_the_cluster_webhook_to_the_admin_and_a_users_own_to_them(
-    hub_app: Flask, client: FlaskClient, world: World
-) -> None:
-    sessions = hub_app.extensions["blackwidow"].sessions
-    with sessions.begin() as session:
-        hook = Webhook(user_id=world.ana["id"], url="https://hooks.example/a", secret="s" * 12)
-        session.add(hook)
-        session.flush()
-        for webhook_id, kind, status in [
-            (None, "node.dead", "delivered"),
-            (hook.id, "crawler.failed", "failed"),
-        ]:
-            session.add(
-                WebhookDelivery(
-                    event_id=f"{kind}-1",
-                    event_type=kind,
-                    webhook_id=webhook_id,
-                    body="{}",
-                    status=status,
-                    attempts=1,
-                    last_status=200 if status == "delivered" else 500,
-                )
-            )
+def pages_of_everyone(client: FlaskClient, world: World, path: str) -> dict[str, str]:
+    """The page at `path` as the admin, ana and bob see it."""
     seen = {}
     for name, token in [("admin", ADMIN), ("ana", world.ana["token"]), ("bob", world.bob["token"])]:
         csrf = sign_in(client, token)
-        seen[name] = client.get("/").get_data(as_text=True)
+        seen[name] = client.get(path).get_data(as_text=True)
         client.post("/signout", data={"csrf_token": csrf})
-    assert "node.dead" in seen["admin"] and "crawler.failed" not in seen["admin"]
-    assert "crawler.failed" in seen["ana"] and "node.dead" not in seen["ana"]
-    assert "crawler.failed" not in seen["bob"] and "node.dead" not in seen["bob"]
+    return seen
+
+
+def alert_rows(page: str) -> dict[str, str]:
+    """Each alert event shown on a cluster page, by type: its delivery status or `none`."""
+    rows = re.findall(r'<tr data-event="([^"]+)">.*?data-delivery="([^"]+)"', page, re.S)
+    return dict(rows)
+
+
+def test_recent_alerts_show_every_event_to_the_admin_and_a_users_own_to_them(
+    hub_app: Flask, client: FlaskClient, world: World
+) -> None:
+    """The events themselves, whether or not a webhook is set: a dead node shows with no
+    cluster webhook; beside an event, the delivery to the looker's webhook when there is one."""
+    hub = hub_app.extensions["blackwidow"]
+    with hub.sessions.begin() as session:  # no BLACKWIDOW_WEBHOOK_URL here
+        hub.alerts.emit(session, [events.node_dead(2, "http://10.0.0.2:8000")])
+        hub.alerts.emit(
+            session, [events.crawler_failed(world.ana_crawler["id"], world.ana["id"], "x")]
+        )
+    with hub.sessions.begin() as session:  # as a hub with a cluster webhook would
+        Outbox(cluster_hook=True).emit(session, [events.node_back(2, "http://10.0.0.2:8000")])
+    seen = {name: alert_rows(page) for name, page in pages_of_everyone(client, world, "/").items()}
+    assert seen["admin"] == {"node.dead": "none", "crawler.failed": "none", "node.back": "pending"}
+    assert seen["ana"] == {"crawler.failed": "pending"}  # to her own webhook; no node events
+    assert seen["bob"] == {}
+
+
+def test_a_new_crawler_form_is_checked_by_the_create_schema_and_names_the_field(
+    hub_app: Flask, client: FlaskClient, world: World
+) -> None:
+    """A refusal shows the form again, with what was typed and the field marked, and writes
+    nothing; a good form makes the crawler the API would."""
+    csrf = sign_in(client, world.bob["token"])
+    assert 'id="new-crawler-link"' in client.get("/crawlers").get_data(as_text=True)
+    before = snapshot(hub_app, world)
+    good = {"name": "bob-news", "feeds": "https://news.example/feed", "csrf_token": csrf}
+    for bad, said, marked in [
+        ({"feeds": "not-a-feed"}, "query.feeds.0: Not a valid URL.", "feeds"),
+        ({"feeds": " \n "}, "query.feeds: Length must be between 1 and 100.", "feeds"),
+        ({"item_limit": "ten"}, "item_limit: Not a valid integer.", "item_limit"),
+        ({"name": ""}, "name: Length must be between 1 and 200.", "name"),
+    ]:
+        refused = client.post("/crawlers/new", data=good | bad)
+        page = refused.get_data(as_text=True)
+        assert refused.status_code == 422 and said in page, page
+        assert re.search(rf'name="{marked}"[^>]*aria-invalid="true"', page), page
+        assert "bob-news" in page or bad.get("name") == ""  # what was typed stays
+        assert snapshot(hub_app, world) == before
+    form = good | {"feeds": "https://news.example/feed\nhttps://news.example/more"}
+    form |= {"keywords": "python, machine learning\nredis", "item_limit": "40"}
+    made = client.post("/crawlers/new", data=form)
+    assert made.status_code == 303
+    crawler_id = int(made.headers["Location"].rsplit("/", 1)[1])
+    api = client.get(f"/api/v1/crawlers/{crawler_id}", headers=bearer(world.bob["token"])).json
+    assert api["name"] == "bob-news" and api["item_limit"] == 40 and api["source"] == "rss"
+    assert api["query"]["feeds"] == ["https://news.example/feed", "https://news.example/more"]
+    assert api["query"]["keywords"] == ["python", "machine learning", "redis"]
+
+
+def test_the_admin_is_not_offered_a_crawler_form_the_api_would_refuse(
+    hub_app: Flask, client: FlaskClient, world: World
+) -> None:
+    csrf = sign_in(client, ADMIN)
+    assert "new-crawler-link" not in client.get("/crawlers").get_data(as_text=True)
+    before = snapshot(hub_app, world)
+    assert client.get("/crawlers/new").status_code == 403
+    form = {"name": "admins", "feeds": "https://news.example/feed", "csrf_token": csrf}
+    refused = client.post("/crawlers/new", data=form)
+    assert refused.status_code == 403
+    assert "crawlers belong to users" in refused.get_data(as_text=True)
+    assert snapshot(hub_app, world) == before
+
+
+def test_deleting_asks_first_and_then_deletes_as_the_api_does(
+    hub_app: Flask, client: FlaskClient, world: World
+) -> None:
+    csrf = sign_in(client, world.ana["token"])
+    crawler_id = world.ana_crawler["id"]
+    page = client.get(f"/crawlers/{crawler_id}").get_data(as_text=True)
+    assert f'href="/crawlers/{crawler_id}/delete"' in page
+    before = snapshot(hub_app, world)
+    asked = client.get(f"/crawlers/{crawler_id}/delete")
+    assert asked.status_code == 200 and 'id="delete-crawler"' in asked.get_data(as_text=True)
+    assert snapshot(hub_app, world) == before  # asking changes nothing
+    done = client.post(f"/crawlers/{crawler_id}/delete", data={"csrf_token": csrf})
+    assert done.status_code == 303 and done.headers["Location"] == "/crawlers"
+    assert f"Crawler {crawler_id} ({PRIVATE}-crawler) deleted." in client.get("/crawlers").text
+    gone = client.get(f"/api/v1/crawlers/{crawler_id}", headers=bearer(world.ana["token"]))
+    assert gone.status_code == 404
+
+
+def test_exports_on_the_session_are_the_apis_files(client: FlaskClient, world: World) -> None:
+    sign_in(client, world.ana["token"])
+    crawler_id = world.ana_crawler["id"]
+    page = client.get(f"/crawlers/{crawler_id}").get_data(as_text=True)
+    for name in ("jsonl", "csv"):
+        path = f"/crawlers/{crawler_id}/items.{name}"
+        assert f'href="{path}"' in page
+        mine = client.get(path)
+        api = client.get(f"/api/v1{path}", headers=bearer(ADMIN))
+        assert mine.status_code == api.status_code == 200
+        assert mine.data == api.data and f"{PRIVATE}-item" in mine.get_data(as_text=True)
+        assert mine.headers["Content-Type"] == api.headers["Content-Type"]
+        assert mine.headers["Content-Disposition"] == api.headers["Content-Disposition"]
+
+
+def test_the_icon_answers_anyone(client: FlaskClient) -> None:
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.data[:4] == b"\x00\x00\x01\x00"  # an ICO file
+    assert icon.headers["Content-Type"] in ("image/vnd.microsoft.icon", "image/x-icon")
+    assert 'rel="icon"' in client.get("/signin").get_data(as_text=True)

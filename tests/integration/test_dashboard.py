@@ -1,9 +1,13 @@
 """The dashboard in a real browser (Debian's chromium, driven by Playwright) on a real
 cluster: hub, two nodes and the sample-feed server. Each page's screenshot is kept under
-test-artifacts/dashboard/ (ignored by git) for a person to look at."""
+test-artifacts/dashboard/ (ignored by git) for a person to look at.
+
+One cluster and two browser contexts (the admin's and a user's) serve every check: a browser
+session costs seconds, so a new check joins the walk rather than starting its own."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +32,7 @@ CHROMIUM_ARGS = [
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
 WAIT_MS = 15_000
+NARROW = {"width": 420, "height": 800}  # a phone's width: the header must still fit
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +133,12 @@ def test_the_dashboard_shows_and_steers_the_cluster(
     expect(admin.locator(".user")).to_have_count(2)
     shot(admin, "users-admin")
 
+    # the admin owns no crawler, so is offered no form to make one (the API's 403)
+    admin.click("nav >> text=Crawlers")
+    expect(admin.locator("#new-crawler-link")).to_have_count(0)
+    icon = admin.goto(f"{c.hub_url}/favicon.ico")
+    assert icon is not None and icon.status == 200
+
     # bob sees his own only, on the pages and by a direct URL
     user = sign_in(browser, c.hub_url, bob)
     user.click("nav >> text=Crawlers")
@@ -144,6 +155,70 @@ def test_the_dashboard_shows_and_steers_the_cluster(
     expect(user.locator("#nodes")).to_have_count(0)  # the node list is the admin's
     shot(user, "cluster-user")
 
-    user.click("text=Sign out")
+    create_export_and_delete(user, c, bob)
+
+    # a phone's width: the header wraps, and Sign out is whole and on screen
+    user.set_viewport_size(NARROW)
+    user.goto(c.hub_url)
+    sign_out = user.get_by_role("button", name="Sign out")
+    expect(sign_out).to_be_in_viewport(ratio=1.0)
+    box = sign_out.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= NARROW["width"]
+    assert user.evaluate("document.documentElement.scrollWidth") <= NARROW["width"]
+    shot(user, "cluster-user-narrow")
+    sign_out.click()
     expect(user.locator("#signin-form")).to_be_visible()
     assert re.search(r"/signin$", user.url)
+
+    # a dead node is a Recent alert though no webhook is set, marked as sent nowhere
+    c.nodes[1].kill()
+    wait_until(
+        lambda: "dead" in {n["state"] for n in c.every("/api/v1/nodes", c.admin_token)},
+        what="a node declared dead",
+    )
+    admin.goto(c.hub_url)
+    dead = admin.locator('#alerts tr[data-event="node.dead"]')
+    expect(dead).to_contain_text(c.nodes[1].url)
+    expect(dead.locator('[data-delivery="none"]')).to_be_visible()
+    shot(admin, "cluster-admin-node-dead")
+
+
+def create_export_and_delete(user: Page, c: Cluster, token: str) -> None:
+    """A user's crawler made from the form (a refusal first), its items newest first, exported
+    as a file, then deleted after the confirmation."""
+    user.click("nav >> text=Crawlers")
+    user.click("#new-crawler-link")
+    user.fill("#name", "stories")
+    user.fill("#feeds", "not-a-feed")
+    user.click('button[data-action="create"]')
+    expect(user.locator("#feeds-error")).to_have_text("query.feeds.0: Not a valid URL.")
+    expect(user.locator("#feeds")).to_have_attribute("aria-invalid", "true")
+    shot(user, "new-crawler-refused")
+    user.fill("#feeds", c.feed("stories", items=12))  # one fetch: twelve items, one fetch time
+    user.fill("#keywords", "story")
+    user.fill("#item_limit", "50")
+    user.click('button[data-action="create"]')
+    expect(user.locator(".flash.done")).to_contain_text("(stories) created")
+    crawler_id = int(user.url.rsplit("/", 1)[1])
+    assert c.get(token, crawler_id)["query"]["keywords"] == ["story"]
+
+    # items of one fetch, newest published first: story 10 is not between 2 and 1
+    wait_until(lambda: len(c.items(token, crawler_id)) == 12, what="the twelve stories")
+    user.reload()  # now, rather than at the page's next refresh
+    newest = [re.compile(rf"story {n}:") for n in range(12, 0, -1)]
+    expect(user.locator("#items tbody tr td:nth-child(2)")).to_have_text(newest)
+    shot(user, "crawler-user")
+    with user.expect_download() as started:
+        user.click("#export-jsonl")
+    exported = Path(started.value.path()).read_text().splitlines()
+    assert started.value.suggested_filename == f"crawler-{crawler_id}.jsonl"
+    stories = {json.loads(line)["title"].split(":")[0] for line in exported}
+    assert len(exported) == 12 and stories == {f"Stories story {n}" for n in range(1, 13)}
+
+    user.click("#delete-link")
+    expect(user.locator("#delete-crawler")).to_be_visible()
+    assert c.call("GET", f"/api/v1/crawlers/{crawler_id}", token).status_code == 200
+    user.click('button[data-action="confirm-delete"]')
+    expect(user.locator(".flash.done")).to_contain_text(f"Crawler {crawler_id} (stories) deleted.")
+    expect(crawler_row(user, crawler_id)).to_have_count(0)
+    assert c.call("GET", f"/api/v1/crawlers/{crawler_id}", token).status_code == 404
