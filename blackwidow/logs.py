@@ -68,6 +68,9 @@ def configure(log_format: str, level: str | int = "INFO") -> None:
 def _log_uncaught(
     kind: type[BaseException], error: BaseException, trace: TracebackType | None
 ) -> None:
+    if issubclass(kind, KeyboardInterrupt):  # Ctrl-C: Python's own word, not an error
+        sys.__excepthook__(kind, error, trace)
+        return
     log.critical("uncaught exception", exc_info=(kind, error, trace))
 
 
