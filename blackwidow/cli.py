@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from typing import TYPE_CHECKING
 
@@ -18,30 +17,24 @@ if TYPE_CHECKING:
 # them: an analyst's `blackwidow items` starts in a fraction of the time.
 
 
-def _settings(**overrides: object) -> Settings:
-    from blackwidow.settings import SettingsError, from_env
+def _settings(*, serves: bool = True, **overrides: object) -> Settings:
+    """The settings as every entry point that serves checks them (blackwidow.startup), with
+    logging set up in their format at --log-level; `overrides` are the command's options."""
+    from blackwidow import startup
 
-    try:
-        settings = from_env()
-    except SettingsError as error:
-        raise click.UsageError(str(error)) from None
+    log_level = click.get_current_context().find_root().params["log_level"]
+    settings = startup.settings_or_exit(serves=serves, log_level=log_level.upper())
     return settings.replace(**{k: v for k, v in overrides.items() if v is not None})
-
-
-def _require_secret(settings: Settings) -> None:
-    if not settings.cluster_secret:
-        raise click.UsageError("BLACKWIDOW_CLUSTER_SECRET: must be set (hub and nodes share it)")
 
 
 @click.group()
 @click.option("--log-level", default="INFO", show_default=True, help="Logging level (stderr).")
 def main(log_level: str) -> None:
     """Black Widow: distributed crawling with a hub and spawn nodes."""
-    logging.basicConfig(
-        level=log_level.upper(),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
+    from blackwidow import logs
+
+    # text until a server's command has read BLACKWIDOW_LOG_FORMAT with its settings
+    logs.configure("text", log_level.upper())
 
 
 @main.command()
@@ -50,13 +43,12 @@ def main(log_level: str) -> None:
 @click.option("--db", "database_url", help="SQLAlchemy URL (default BLACKWIDOW_DATABASE_URL).")
 def hub(host: str, port: int, database_url: str | None) -> None:
     """Run the hub: REST API and the monitor loop."""
+    settings = _settings(database_url=database_url)  # first: the imports below log
     from blackwidow import db, serving
     from blackwidow.alerts.delivery import delivery_thread
     from blackwidow.app import create_app
     from blackwidow.monitor.loop import MonitorLoop
 
-    settings = _settings(database_url=database_url)
-    _require_secret(settings)
     engine = db.make_engine(settings.database_url)
     if engine.dialect.name == "sqlite" and db.needs_schema(engine):
         db.upgrade(settings.database_url)
@@ -82,10 +74,9 @@ def hub(host: str, port: int, database_url: str | None) -> None:
 @click.option("--advertise-url", help="URL the hub should use for this node (default: bound URL).")
 def spawn(hub_url: str, host: str, port: int, advertise_url: str | None) -> None:
     """Run a spawn node that registers with the hub."""
+    settings = _settings()
     from spawn.runtime import run_node
 
-    settings = _settings()
-    _require_secret(settings)
     run_node(settings, hub_url, host, port, advertise_url)
 
 
@@ -120,10 +111,10 @@ def db_group() -> None:
 @click.option("--store", "store_url", help="Item store URL (default BLACKWIDOW_STORE).")
 def upgrade(database_url: str | None, store_url: str | None) -> None:
     """Apply every migration up to the newest, to the hub's SQL and to the item store."""
+    settings = _settings(serves=False, database_url=database_url, store_url=store_url)
     from blackwidow import db
     from blackwidow.store import StoreUnavailable, upgrade_store
 
-    settings = _settings(database_url=database_url, store_url=store_url)
     db.upgrade(settings.database_url)
     click.echo(f"database upgraded: {db.make_engine(settings.database_url).url!r}")
     try:

@@ -1,10 +1,15 @@
-"""gunicorn's settings for the hub (`gunicorn -c python:blackwidow.gunicorn_conf ...`): one
-directory for prometheus-client's multiprocess mode, so a scrape of any worker counts the API
-requests of every worker (blackwidow.metrics.hub).
+"""gunicorn's settings for the hub (`gunicorn -c python:blackwidow.gunicorn_conf ...`): the
+settings checked before gunicorn binds, its logging in the hub's one format, and one directory
+for prometheus-client's multiprocess mode.
 
-The directory is PROMETHEUS_MULTIPROC_DIR when set, else a fresh temporary one. When gunicorn
-starts, the files earlier workers left there are deleted (they would be counted again) and
-the variable is set for the workers, which inherit it before any of them imports
+The settings are checked as `blackwidow hub` checks them (blackwidow.startup): with a bad
+environment gunicorn stops at once with the same message and status, rather than serving
+workers that fail every request or answer every node 401.
+
+The metrics directory, so a scrape of any worker counts the API requests of every worker
+(blackwidow.metrics.hub), is PROMETHEUS_MULTIPROC_DIR when set, else a fresh temporary one.
+When gunicorn starts, the files earlier workers left there are deleted (they would be counted
+again) and the variable is set for the workers, which inherit it before any of them imports
 prometheus-client. Not for `--preload`, which would load the app before this runs.
 """
 
@@ -15,13 +20,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from blackwidow.settings import from_env
+from blackwidow import logs, startup
 
 MULTIPROCESS_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 
+settings = startup.settings_or_exit()
+logconfig_dict = logs.config(settings.log_format)
+
 
 def on_starting(server: Any) -> None:
-    directory = Path(from_env().metrics_dir or tempfile.mkdtemp(prefix="blackwidow-metrics-"))
+    directory = Path(settings.metrics_dir or tempfile.mkdtemp(prefix="blackwidow-metrics-"))
     directory.mkdir(parents=True, exist_ok=True)
     for left in directory.glob("*.db"):  # only prometheus-client's own files
         left.unlink()

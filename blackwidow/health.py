@@ -1,4 +1,7 @@
-"""The hub's health detail for support staff: nodes, crawlers by state, monitor and store."""
+"""The hub's health detail for support staff: nodes, crawlers by state, monitor and store.
+
+`status` is `ok` when every shard has a leader, the store answers and no node is suspect or
+dead; else `degraded`, and `reasons` says why, one line each."""
 
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ from blackwidow.node_protocol import Shard
 from blackwidow.queue import ItemQueue
 from blackwidow.store import Store
 
+UNHEALTHY_NODES = ("dead", "suspect")  # node states that make the cluster degraded
+
 
 def _counts_by(session: Session, column: Any) -> dict[str, int]:
     return dict(session.execute(select(column, func.count()).group_by(column)).all())
@@ -28,6 +33,15 @@ def _shard(lock: MonitorLock | None, now: datetime) -> dict[str, Any]:
         "last_cycle_at": lock.last_cycle_at.isoformat() if lock and lock.last_cycle_at else None,
         "last_cycle_seconds": lock.last_cycle_seconds if lock else None,
     }
+
+
+def _reasons(shards: list[dict[str, Any]], store_ok: bool, nodes: dict[str, int]) -> list[str]:
+    """Why the cluster is degraded; empty when it is not. The queue is left out (see detail)."""
+    found = [f"monitor: no leader for shard {s['shard']}" for s in shards if not s["leader"]]
+    if not store_ok:
+        found.append("store: does not answer")
+    found += [f"nodes: {nodes[state]} {state}" for state in UNHEALTHY_NODES if nodes.get(state)]
+    return found
 
 
 def detail(
@@ -56,9 +70,12 @@ def detail(
         )
         monitor["shards"] = per_shard
     store_ok = store.ping()
+    nodes = _counts_by(session, Node.state)
+    reasons = _reasons(per_shard, store_ok, nodes)
     return {
-        "status": "ok" if monitor["leader"] and store_ok else "degraded",
-        "nodes": _counts_by(session, Node.state),
+        "status": "degraded" if reasons else "ok",
+        "reasons": reasons,
+        "nodes": nodes,
         "crawlers": _counts_by(session, Crawler.state),
         "monitor": monitor,
         "store": {"ok": store_ok},

@@ -29,6 +29,7 @@ from sources.credentials import NAME_PATTERN
 from sources.registry import CREDENTIAL_SCHEMAS
 
 ROUTING_STRATEGIES = ("modulo", "rendezvous", "weighted")
+LOG_FORMATS = ("text", "json")
 MAX_SHARDS = 1024  # as many as a node accepts in a shard header
 MAX_FETCHERS = 256  # a node's threads stay bounded whatever the number of feeds
 
@@ -293,6 +294,9 @@ class Settings:
     # a node's seen-set (spawn.pool.seen_set): a Bloom filter per crawler in front of the
     # store's "stored already?" read; off, every id is read
     seen_set: bool = setting("BLACKWIDOW_SEEN_SET", FLAG, True)
+    # how every process writes its log lines to stderr: text for people, json (one object a
+    # line) for a log pipeline; gunicorn's own lines included (blackwidow.logs)
+    log_format: str = setting("BLACKWIDOW_LOG_FORMAT", Kind("str", OneOf(LOG_FORMATS)), "text")
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
@@ -357,6 +361,23 @@ def from_env(environ: Mapping[str, str] | None = None) -> Settings:
     if problems:
         raise SettingsError(problems)
     return Settings(**values)
+
+
+def for_servers(environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings a hub or node can serve with: `from_env`'s, and the cluster secret, which every
+    hub<->node call carries (a hub without it would answer its nodes 401). Every entry point
+    that serves checks this before it binds (blackwidow.startup)."""
+    environ = os.environ if environ is None else environ
+    missing = {}
+    if "BLACKWIDOW_CLUSTER_SECRET" not in environ:  # set but blank, from_env names it
+        missing["BLACKWIDOW_CLUSTER_SECRET"] = "must be set (hub and nodes share it)"
+    try:
+        settings = from_env(environ)
+    except SettingsError as error:
+        raise SettingsError(error.problems | missing) from None
+    if missing:
+        raise SettingsError(missing)
+    return settings
 
 
 _SESSION_KEY_LABEL = b"blackwidow dashboard session cookies"

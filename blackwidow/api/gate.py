@@ -22,6 +22,7 @@ from blackwidow.openapi import CLUSTER_SECRET, TOKEN
 from blackwidow.tokens import require_cluster
 
 OPEN = frozenset({"static", "api-docs.openapi_json", "health.healthz", "health.health_detail"})
+OPEN |= {"health.readyz"}  # for load balancers and process supervisors
 OPEN |= {"nodes.NodeCountView"}  # for autoscalers
 OPEN |= {"metrics"}  # checks its own token and networks (blackwidow.metrics.exposition)
 OPEN |= {"dashboard.signin", "dashboard.static", "dashboard.favicon"}  # sign-in page and looks

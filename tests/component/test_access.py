@@ -65,6 +65,7 @@ WEBHOOK = {"url": f"http://93.184.215.14/{PRIVATE}", "secret": "mallory-secret"}
 ACCESS: dict[tuple[str, str], Rule] = {
     ("GET", "/static/<path:filename>"): Rule(Access.ANYONE),  # Flask's own; no static folder
     ("GET", "/healthz"): Rule(Access.ANYONE),
+    ("GET", "/readyz"): Rule(Access.ANYONE),
     ("GET", "/api/v1/health"): Rule(Access.ANYONE),
     ("GET", "/api/v1/openapi.json"): Rule(Access.ANYONE),
     ("GET", "/api/v1/nodes/count"): Rule(Access.ANYONE),
@@ -295,7 +296,7 @@ def test_the_access_table_covers_every_route_and_no_more(hub_app: Flask) -> None
                 assert access in (Access.SELF, Access.ADMIN), route
             if rule.rule.startswith("/api/v1/") and route not in PUBLIC_API:
                 assert access is not Access.ANYONE, route
-            if not rule.rule.startswith(("/api/", "/healthz", "/metrics", "/static/")):
+            if not rule.rule.startswith(("/api/", "/healthz", "/readyz", "/metrics", "/static/")):
                 assert ACCESS[route].via is Via.SESSION, route  # the dashboard's pages
 
 

@@ -51,17 +51,26 @@ def test_bad_environment_exits_with_status_2_naming_every_bad_variable():
     assert "BLACKWIDOW_ROUTING: Must be one of: modulo, rendezvous, weighted." in result.stderr
 
 
-def test_hub_refuses_to_start_without_a_cluster_secret(tmp_path):
-    env = {"BLACKWIDOW_DATABASE_URL": f"sqlite:///{tmp_path / 'h.db'}"}
-    env.pop("BLACKWIDOW_CLUSTER_SECRET", None)
-    result = subprocess.run(
-        [sys.executable, "-m", "blackwidow", "hub", "--port", "0"],
-        env={k: v for k, v in {**os.environ, **env}.items() if k != "BLACKWIDOW_CLUSTER_SECRET"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 2 and "BLACKWIDOW_CLUSTER_SECRET" in result.stderr
+GUNICORN = (sys.executable, "-m", "gunicorn", "-b", "127.0.0.1:0")
+SERVERS = {
+    "hub": ((sys.executable, "-m", "blackwidow", "hub", "--port", "0"), 2),
+    "spawn": ((sys.executable, "-m", "blackwidow", "spawn", "--hub", "http://127.0.0.1:9"), 2),
+    # the Procfile's web, and gunicorn without its config: its worker fails to load the app,
+    # which stops gunicorn rather than booting the worker again and again
+    "web": ((*GUNICORN, "-c", "python:blackwidow.gunicorn_conf", "blackwidow.wsgi:app"), 2),
+    "wsgi": ((*GUNICORN, "blackwidow.wsgi:app"), 4),
+}
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_every_server_refuses_to_start_without_a_cluster_secret_with_one_message(tmp_path, server):
+    command, status = SERVERS[server]
+    env = {k: v for k, v in os.environ.items() if k != "BLACKWIDOW_CLUSTER_SECRET"}
+    env["BLACKWIDOW_DATABASE_URL"] = f"sqlite:///{tmp_path / 'h.db'}"
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == status, result.stderr
+    message = "blackwidow: cannot start; fix the environment:\n"
+    assert f"{message}BLACKWIDOW_CLUSTER_SECRET: must be set" in result.stderr
 
 
 def test_db_upgrade_creates_the_schema(tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from blackwidow.settings import Settings, SettingsError, data_dir, from_env
+from blackwidow.settings import Settings, SettingsError, data_dir, for_servers, from_env
 
 NETWORKS = (ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("127.0.0.1/32"))
 
@@ -114,6 +114,7 @@ def test_the_data_directory_follows_xdg_else_home_never_the_working_directory(
             "metrics_dir",
             "/run/blackwidow-metrics",
         ),
+        ("BLACKWIDOW_LOG_FORMAT", "json", "log_format", "json"),
     ],
 )
 def test_each_variable_is_parsed(name, raw, attribute, expected):
@@ -173,6 +174,7 @@ def test_each_variable_is_parsed(name, raw, attribute, expected):
         ("BLACKWIDOW_METRICS_NETWORKS", "the office"),
         ("PROMETHEUS_MULTIPROC_DIR", ""),
         ("BLACKWIDOW_SEEN_SET", "off"),
+        ("BLACKWIDOW_LOG_FORMAT", "logfmt"),
     ],
 )
 def test_bad_values_name_their_variable(name, raw):
@@ -336,3 +338,18 @@ def test_the_session_key_is_set_or_derived_from_the_cluster_secret_never_fixed()
     assert from_env({"BLACKWIDOW_SESSION_COOKIE_SECURE": "1"}).session_cookie_secure is True
     with pytest.raises(SettingsError, match="BLACKWIDOW_SESSION_COOKIE_SECURE"):
         from_env({"BLACKWIDOW_SESSION_COOKIE_SECURE": "sometimes"})
+
+
+def test_servers_need_the_cluster_secret_named_with_every_other_problem():
+    with pytest.raises(SettingsError) as caught:
+        for_servers({"BLACKWIDOW_ROUTING": "random"})
+    assert list(caught.value.problems) == ["BLACKWIDOW_ROUTING", "BLACKWIDOW_CLUSTER_SECRET"]
+    assert caught.value.problems["BLACKWIDOW_CLUSTER_SECRET"] == (
+        "must be set (hub and nodes share it)"
+    )
+    with pytest.raises(SettingsError) as caught:
+        for_servers({"BLACKWIDOW_CLUSTER_SECRET": " "})
+    assert caught.value.problems == {"BLACKWIDOW_CLUSTER_SECRET": "must not be empty"}
+    assert for_servers({"BLACKWIDOW_CLUSTER_SECRET": "s"}) == from_env(
+        {"BLACKWIDOW_CLUSTER_SECRET": "s"}
+    )

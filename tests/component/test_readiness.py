@@ -1,0 +1,92 @@
+"""Readiness (/readyz) against a real database and store: not ready while the schema is behind
+the migrations' head, the database does not answer or the store does not; the API answers a
+503 `schema_behind`, not a 500, while the schema is behind. And the health detail is degraded,
+with its reasons, while a node is suspect or dead."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from blackwidow import db
+from blackwidow.app import create_app
+from blackwidow.models import MonitorLock, Node, utcnow
+from blackwidow.monitor.leader import lock_name
+from blackwidow.node_protocol import Shard
+from blackwidow.store import open_store
+from tests.component.conftest import hub_settings
+
+NEEDS_SCHEMA = ("/api/v1/health", "/api/v1/nodes/count", "/metrics")
+
+
+def test_not_ready_and_503_while_the_schema_is_behind_then_ready_once_migrated(
+    empty_database_url, tmp_path
+):
+    app = create_app(hub_settings(empty_database_url, tmp_path))
+    client = app.test_client()
+    assert client.get("/healthz").status_code == 200  # alive all the same
+    unready = client.get("/readyz")
+    assert unready.status_code == 503
+    assert unready.json["status"] == "not_ready"
+    [reason] = unready.json["reasons"]
+    assert reason.startswith("schema: ") and "blackwidow db upgrade" in reason
+    for path in NEEDS_SCHEMA:
+        answer = client.get(path)
+        assert answer.status_code == 503, path
+        assert answer.json["error"]["code"] == "schema_behind", path
+        assert answer.headers["Retry-After"]
+
+    db.upgrade(empty_database_url)
+    ready = client.get("/readyz")
+    assert (ready.status_code, ready.json) == (
+        200,
+        {"status": "ready", "role": "hub", "reasons": []},
+    )
+    assert client.get("/api/v1/nodes/count").status_code == 200
+    with app.extensions["blackwidow"].sessions() as session:
+        session.get_bind().dispose()
+
+
+def test_not_ready_while_the_store_does_not_answer(database_url, tmp_path):
+    store = open_store(f"sqlite:///{tmp_path / 'items.db'}")
+    app = create_app(hub_settings(database_url, tmp_path), store=store)
+    client = app.test_client()
+    assert client.get("/readyz").status_code == 200
+    store.close()
+    answer = client.get("/readyz")
+    assert (answer.status_code, answer.json["reasons"]) == (503, ["store: does not answer"])
+    with app.extensions["blackwidow"].sessions() as session:
+        session.get_bind().dispose()
+
+
+def test_not_ready_while_the_database_does_not_answer(tmp_path):
+    # nothing listens on port 9 of loopback: every connection is refused at once
+    settings = hub_settings("postgresql+psycopg://hub@127.0.0.1:9/hub", tmp_path)
+    client = create_app(settings.replace(database_timeout=1.0)).test_client()
+    answer = client.get("/readyz")
+    assert answer.status_code == 503
+    [reason] = answer.json["reasons"]
+    assert reason.startswith("database: does not answer")
+
+
+def _lead(sessions) -> None:
+    with sessions.begin() as session:
+        lock = session.get(MonitorLock, lock_name(Shard())) or MonitorLock(name=lock_name(Shard()))
+        lock.holder, lock.expires_at = "host:1:a", utcnow() + timedelta(minutes=1)
+        session.add(lock)
+        session.add(Node(url="http://127.0.0.1:9001"))
+
+
+@pytest.mark.parametrize("state", ["suspect", "dead"])
+def test_health_is_degraded_with_its_reason_while_a_node_is_suspect_or_dead(
+    client, sessions, state
+):
+    _lead(sessions)
+    assert client.get("/api/v1/health").json["status"] == "ok"
+    with sessions.begin() as session:
+        session.add(Node(url="http://127.0.0.1:9002", state=state))
+    degraded = client.get("/api/v1/health").json
+    assert degraded["status"] == "degraded"
+    assert degraded["reasons"] == [f"nodes: 1 {state}"]
+    assert degraded["nodes"] == {"active": 1, state: 1}  # the shape as it was, reasons added
