@@ -34,6 +34,9 @@ def _require_secret(settings: Settings) -> None:
 
 
 @click.group()
+@click.version_option(
+    package_name="blackwidow", prog_name="blackwidow", message="%(prog)s %(version)s"
+)
 @click.option("--log-level", default="INFO", show_default=True, help="Logging level (stderr).")
 def main(log_level: str) -> None:
     """Black Widow: distributed crawling with a hub and spawn nodes."""

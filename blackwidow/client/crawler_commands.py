@@ -11,7 +11,7 @@ import click
 
 from blackwidow.client import output
 from blackwidow.client.hub_client import HubClient
-from blackwidow.client.options import connected
+from blackwidow.client.options import CRAWLER, connected
 
 COLUMNS = ("id", "name", "source", "state", "enabled", "items_collected", "node_id", "last_error")
 IMPORTED = ("id", "name", "source", "state", "query")
@@ -35,7 +35,7 @@ def list_crawlers(hub: HubClient, fmt: str, **filters: str | None) -> None:
 
 
 @crawlers.command("show")
-@click.argument("crawler_id", type=int)
+@click.argument("crawler_id", type=CRAWLER, metavar="CRAWLER")
 @output.format_option(default_piped="json")
 @connected
 def show(hub: HubClient, crawler_id: int, fmt: str) -> None:
@@ -122,7 +122,7 @@ def add(
 
 
 @crawlers.command("edit")
-@click.argument("crawler_id", type=int)
+@click.argument("crawler_id", type=CRAWLER, metavar="CRAWLER")
 @click.option("--name", help="A new name.")
 @click.option("--feed", "feeds", multiple=True, help="Replace the feeds (rss; repeat).")
 @click.option("--keyword", "keywords", multiple=True, help="Replace the keywords (rss; repeat).")
@@ -163,7 +163,7 @@ def _patch(hub: HubClient, crawler_id: int, edits: dict[str, Any]) -> dict[str, 
 
 
 @crawlers.command("enable")
-@click.argument("crawler_id", type=int)
+@click.argument("crawler_id", type=CRAWLER, metavar="CRAWLER")
 @connected
 def enable(hub: HubClient, crawler_id: int) -> None:
     """Run a crawler again."""
@@ -171,7 +171,7 @@ def enable(hub: HubClient, crawler_id: int) -> None:
 
 
 @crawlers.command("disable")
-@click.argument("crawler_id", type=int)
+@click.argument("crawler_id", type=CRAWLER, metavar="CRAWLER")
 @connected
 def disable(hub: HubClient, crawler_id: int) -> None:
     """Stop a crawler, keeping it and its items."""
@@ -179,7 +179,7 @@ def disable(hub: HubClient, crawler_id: int) -> None:
 
 
 @crawlers.command("rm")
-@click.argument("crawler_id", type=int)
+@click.argument("crawler_id", type=CRAWLER, metavar="CRAWLER")
 @click.option("--yes", is_flag=True, help="Do not ask.")
 @connected
 def remove(hub: HubClient, crawler_id: int, yes: bool) -> None:

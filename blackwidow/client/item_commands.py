@@ -14,13 +14,13 @@ import click
 from blackwidow.client import output
 from blackwidow.client.arrivals import OVERLAP, PAGE, Arrivals, order
 from blackwidow.client.hub_client import HubClient
-from blackwidow.client.options import connected, window, window_params
+from blackwidow.client.options import CRAWLER, connected, window, window_params
 
 COLUMNS = ("fetched_at", "published_at", "title", "url", "author")
 
 
 @click.command()
-@click.argument("crawler_id", type=int)
+@click.argument("crawler_id", type=CRAWLER, metavar="CRAWLER")
 @click.option(
     "--limit",
     type=click.IntRange(min=1),
