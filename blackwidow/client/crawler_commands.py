@@ -14,6 +14,17 @@ from blackwidow.client.hub_client import HubClient
 from blackwidow.client.options import CRAWLER, connected
 
 COLUMNS = ("id", "name", "source", "state", "enabled", "items_collected", "node_id", "last_error")
+# the table fits 80 columns: `enabled` is in the state already (disabled), long names and
+# errors give way
+TABLE = (
+    output.Column("id"),
+    output.Column("name", squeezed=True),
+    output.Column("source"),
+    output.Column("state"),
+    output.Column("items_collected", "items"),
+    output.Column("node_id", "node"),
+    output.Column("last_error", squeezed=True),
+)
 IMPORTED = ("id", "name", "source", "state", "query")
 
 
@@ -31,7 +42,7 @@ def crawlers() -> None:
 def list_crawlers(hub: HubClient, fmt: str, **filters: str | None) -> None:
     """List crawlers, every page of them."""
     params = {name: value for name, value in filters.items() if value is not None}
-    output.rows(hub.every("/api/v1/crawlers", {**params, "limit": 1000}), COLUMNS, fmt)
+    output.rows(hub.every("/api/v1/crawlers", {**params, "limit": 1000}), COLUMNS, fmt, TABLE)
 
 
 @crawlers.command("show")

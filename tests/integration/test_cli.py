@@ -245,7 +245,9 @@ def test_bad_input_exits_2_a_refusal_exits_1_and_admins_manage_users(
     )
 
 
-def test_crawlers_go_by_name_too(hub: Cluster, tmp_path: Path) -> None:
+def test_crawlers_go_by_name_too_and_their_table_fits_80_columns(
+    hub: Cluster, tmp_path: Path
+) -> None:
     token = hub.user("cara")
     cara = Analyst(tmp_path / "cara", BLACKWIDOW_HUB_URL=hub.hub_url, BLACKWIDOW_TOKEN=token)
     assert cara.ok("--version") == f"blackwidow {version('blackwidow')}\n"
@@ -283,3 +285,16 @@ def test_crawlers_go_by_name_too(hub: Cluster, tmp_path: Path) -> None:
         tmp_path / "dan", BLACKWIDOW_HUB_URL=hub.hub_url, BLACKWIDOW_TOKEN=hub.user("dan")
     )
     assert other.run("crawlers", "show", "tech").returncode == 2  # another user's crawler
+
+    wait_until(
+        lambda: cara.lines("crawlers", "show", long_name)[0]["last_error"],
+        what="the missing feed's error",
+    )
+    cara.env["COLUMNS"] = "80"  # what rich reads for the width when stdout is not a terminal
+    table = cara.ok("crawlers", "ls", "--format", "table").splitlines()
+    assert max(len(line) for line in table) <= 80, "\n".join(table)
+    assert len(table) == 1 + len(made) + len(twins), "a crawler over two lines"
+    for crawler in cara.lines("crawlers", "ls"):
+        row = next(line.split() for line in table[1:] if line.split()[0] == str(crawler["id"]))
+        assert crawler["state"] in row and str(crawler["items_collected"]) in row
+    assert any("Ars Technica" in line and "…" in line for line in table)
