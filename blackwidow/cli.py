@@ -99,7 +99,7 @@ def spawn(hub_url: str, host: str, port: int, advertise_url: str | None) -> None
     type=click.FloatRange(min=0),
     default=40.0,
     show_default=True,
-    help="Kill one node (kill -9) after this many seconds; Enter kills it sooner.",
+    help="Kill one node (kill -9) after this many seconds; Enter on a terminal kills it sooner.",
 )
 def demo(duration: float | None, kill_node_after: float) -> None:
     """Hub, two nodes and a local feed server, offline; the dashboard's sign-in link; shows

@@ -165,23 +165,26 @@ def _enter_pressed() -> bool:
 
 
 def _watch(
-    hub: str, status: Status, victim: processes.Running, duration: float | None, kill_after: float
+    hub: str,
+    status: Status,
+    victim: processes.Running | None,
+    duration: float | None,
+    kill_after: float,
 ) -> None:
     """A status every SUMMARY_INTERVAL; the victim killed after `kill_after` or on Enter."""
     started = time.monotonic()
     stop_at = None if duration is None else started + duration
-    spared: processes.Running | None = victim
     print(time.strftime("%H:%M:%S"), *status.lines(), sep="\n", flush=True)
     while stop_at is None or time.monotonic() < stop_at:
         time.sleep(SUMMARY_INTERVAL)
-        if spared and (time.monotonic() - started >= kill_after or _enter_pressed()):
-            spared.kill()
+        if victim and (time.monotonic() - started >= kill_after or _enter_pressed()):
+            victim.kill()
             print(
-                f"killed {spared.name} (kill -9): its crawlers move to the other node once",
+                f"killed {victim.name} (kill -9): its crawlers move to the other node once",
                 f"the hub declares it dead; see {hub}/crawlers",
                 flush=True,
             )
-            spared = None
+            victim = None
         print(time.strftime("%H:%M:%S"), *status.lines(), sep="\n", flush=True)
 
 
