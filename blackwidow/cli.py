@@ -28,6 +28,9 @@ def _settings(*, serves: bool = True, **overrides: object) -> Settings:
 
 
 @click.group()
+@click.version_option(
+    package_name="blackwidow", prog_name="blackwidow", message="%(prog)s %(version)s"
+)
 @click.option("--log-level", default="INFO", show_default=True, help="Logging level (stderr).")
 def main(log_level: str) -> None:
     """Black Widow: distributed crawling with a hub and spawn nodes."""
@@ -87,7 +90,7 @@ def spawn(hub_url: str, host: str, port: int, advertise_url: str | None) -> None
     type=click.FloatRange(min=0),
     default=40.0,
     show_default=True,
-    help="Kill one node (kill -9) after this many seconds; Enter kills it sooner.",
+    help="Kill one node (kill -9) after this many seconds; Enter on a terminal kills it sooner.",
 )
 def demo(duration: float | None, kill_node_after: float) -> None:
     """Hub, two nodes and a local feed server, offline; the dashboard's sign-in link; shows

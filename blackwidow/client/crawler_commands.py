@@ -11,9 +11,20 @@ import click
 
 from blackwidow.client import output
 from blackwidow.client.hub_client import HubClient
-from blackwidow.client.options import connected
+from blackwidow.client.options import CRAWLER, connected
 
 COLUMNS = ("id", "name", "source", "state", "enabled", "items_collected", "node_id", "last_error")
+# the table fits 80 columns: `enabled` is in the state already (disabled), long names and
+# errors give way
+TABLE = (
+    output.Column("id"),
+    output.Column("name", squeezed=True),
+    output.Column("source"),
+    output.Column("state"),
+    output.Column("items_collected", "items"),
+    output.Column("node_id", "node"),
+    output.Column("last_error", squeezed=True),
+)
 IMPORTED = ("id", "name", "source", "state", "query")
 
 
@@ -31,11 +42,11 @@ def crawlers() -> None:
 def list_crawlers(hub: HubClient, fmt: str, **filters: str | None) -> None:
     """List crawlers, every page of them."""
     params = {name: value for name, value in filters.items() if value is not None}
-    output.rows(hub.every("/api/v1/crawlers", {**params, "limit": 1000}), COLUMNS, fmt)
+    output.rows(hub.every("/api/v1/crawlers", {**params, "limit": 1000}), COLUMNS, fmt, TABLE)
 
 
 @crawlers.command("show")
-@click.argument("crawler_id", type=int)
+@click.argument("crawler_id", type=CRAWLER, metavar="CRAWLER")
 @output.format_option(default_piped="json")
 @connected
 def show(hub: HubClient, crawler_id: int, fmt: str) -> None:
@@ -122,7 +133,7 @@ def add(
 
 
 @crawlers.command("edit")
-@click.argument("crawler_id", type=int)
+@click.argument("crawler_id", type=CRAWLER, metavar="CRAWLER")
 @click.option("--name", help="A new name.")
 @click.option("--feed", "feeds", multiple=True, help="Replace the feeds (rss; repeat).")
 @click.option("--keyword", "keywords", multiple=True, help="Replace the keywords (rss; repeat).")
@@ -163,7 +174,7 @@ def _patch(hub: HubClient, crawler_id: int, edits: dict[str, Any]) -> dict[str, 
 
 
 @crawlers.command("enable")
-@click.argument("crawler_id", type=int)
+@click.argument("crawler_id", type=CRAWLER, metavar="CRAWLER")
 @connected
 def enable(hub: HubClient, crawler_id: int) -> None:
     """Run a crawler again."""
@@ -171,7 +182,7 @@ def enable(hub: HubClient, crawler_id: int) -> None:
 
 
 @crawlers.command("disable")
-@click.argument("crawler_id", type=int)
+@click.argument("crawler_id", type=CRAWLER, metavar="CRAWLER")
 @connected
 def disable(hub: HubClient, crawler_id: int) -> None:
     """Stop a crawler, keeping it and its items."""
@@ -179,7 +190,7 @@ def disable(hub: HubClient, crawler_id: int) -> None:
 
 
 @crawlers.command("rm")
-@click.argument("crawler_id", type=int)
+@click.argument("crawler_id", type=CRAWLER, metavar="CRAWLER")
 @click.option("--yes", is_flag=True, help="Do not ask.")
 @connected
 def remove(hub: HubClient, crawler_id: int, yes: bool) -> None:

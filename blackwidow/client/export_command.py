@@ -14,14 +14,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from blackwidow.client.hub_client import HubClient, Refused, cause
-from blackwidow.client.options import connected, window, window_params
+from blackwidow.client.options import CRAWLER, connected, window, window_params
 
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 CHUNK = 1 << 16
 
 
 @click.command()
-@click.argument("crawler_id", type=int)
+@click.argument("crawler_id", type=CRAWLER, metavar="CRAWLER")
 @click.option(
     "-o",
     "--output",

@@ -6,26 +6,21 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
-from collections.abc import Iterable, Iterator
-from datetime import datetime, timedelta
+from collections.abc import Iterator
 from typing import Any
 
 import click
 
 from blackwidow.client import output
+from blackwidow.client.arrivals import OVERLAP, PAGE, Arrivals, order
 from blackwidow.client.hub_client import HubClient
-from blackwidow.client.options import connected, window, window_params
+from blackwidow.client.options import CRAWLER, connected, window, window_params
 
 COLUMNS = ("fetched_at", "published_at", "title", "url", "author")
-PAGE = 1000  # the largest page the hub gives
-# --follow asks again for the last minute before the newest item printed: an item a node
-# stored late (its store was down a moment) still shows, and the ids printed in that minute
-# keep it from showing twice
-FOLLOW_OVERLAP = timedelta(minutes=1)
 
 
 @click.command()
-@click.argument("crawler_id", type=int)
+@click.argument("crawler_id", type=CRAWLER, metavar="CRAWLER")
 @click.option(
     "--limit",
     type=click.IntRange(min=1),
@@ -66,40 +61,24 @@ def items(
         output.rows(newest, COLUMNS, fmt)
         return
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a tail ends: status 0
-        output.tail(_arriving(hub, path, newest[::-1], since, interval), COLUMNS, fmt)
+        output.tail(_arriving(hub, crawler_id, newest[::-1], since, interval), COLUMNS, fmt)
 
 
 def _arriving(
-    hub: HubClient, path: str, first: list[dict[str, Any]], since: str | None, interval: float
+    hub: HubClient, crawler_id: int, first: list[dict[str, Any]], since: str | None, interval: float
 ) -> Iterator[dict[str, Any]]:
-    """`first`, then forever the items stored since, oldest first: each poll reads from a
-    minute before the newest item known, and leaves out the ids known in that minute. Known
-    from the start are `first` and, of that minute, the items older than all of `first` (the
-    ones `--limit` left out), so what is printed after `first` is what came after it."""
-    known = _fetched(first)
+    """`first`, then forever the items stored since, oldest first (Arrivals). Known from the
+    start are `first` and, of the minute before its newest, the items older than all of
+    `first` (the ones `--limit` left out), so what is printed after `first` is what came after
+    it."""
+    arrivals = Arrivals(hub, crawler_id, since)
+    arrivals.know(first)
     if first:
-        since = (max(known.values()) - FOLLOW_OVERLAP).isoformat()
-        oldest = min(_order(item) for item in first)
-        window = hub.every(path, {"limit": PAGE, "since": since}, key="items")
-        known |= _fetched(item for item in window if _order(item) < oldest)
-    batch = first
+        oldest = min(order(item) for item in first)
+        start = (max(arrivals.known.values()) - OVERLAP).isoformat()
+        window = arrivals.window({"limit": PAGE, "since": start})
+        arrivals.know(item for item in window if order(item) < oldest)
+    yield from first
     while True:
-        yield from batch
-        known |= _fetched(batch)
         time.sleep(interval)
-        if known:
-            start = max(known.values()) - FOLLOW_OVERLAP
-            known = {item_id: at for item_id, at in known.items() if at >= start}
-            since = start.isoformat()
-        params = {"limit": PAGE, **({"since": since} if since else {})}
-        fresh = [item for item in hub.every(path, params, key="items") if item["id"] not in known]
-        batch = sorted(fresh, key=_order)
-
-
-def _order(item: dict[str, Any]) -> tuple[datetime, str]:
-    """The hub's order of items (newest last here): fetch time, then id."""
-    return datetime.fromisoformat(item["fetched_at"]), item["id"]
-
-
-def _fetched(items: Iterable[dict[str, Any]]) -> dict[str, datetime]:
-    return {item["id"]: datetime.fromisoformat(item["fetched_at"]) for item in items}
+        yield from arrivals.read()

@@ -1,4 +1,5 @@
-"""The options every analyst command shares: which hub, which token, parsed instants."""
+"""The options every analyst command shares: which hub, which token, which crawler, parsed
+instants."""
 
 from __future__ import annotations
 
@@ -26,9 +27,54 @@ def connected(command: Callable[..., Any]) -> Callable[..., Any]:
     )
     @functools.wraps(command)
     def with_hub(*args: Any, hub_url: str | None, token: str | None, **kwargs: Any) -> Any:
-        return command(*args, hub=HubClient(resolve(hub_url, token)), **kwargs)
+        hub = HubClient(resolve(hub_url, token))
+        named = {key: value for key, value in kwargs.items() if isinstance(value, CrawlerName)}
+        for key, name in named.items():
+            kwargs[key] = _crawler_id(hub, name, key)
+        return command(*args, hub=hub, **kwargs)
 
     return with_hub
+
+
+class CrawlerName(str):
+    """A crawler given by name: `connected` looks up its id once it has a hub."""
+
+
+class CrawlerParam(click.ParamType):
+    """A crawler's id, or its exact name (looked up through the API's list filter)."""
+
+    name = "crawler"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        if text.isdecimal():
+            return int(text)
+        if not text:
+            self.fail("give a crawler's id or name", param, ctx)
+        return CrawlerName(text)
+
+
+CRAWLER = CrawlerParam()
+
+
+def _crawler_id(hub: HubClient, name: str, parameter: str) -> int:
+    """The id of the one crawler (of those the token sees) named exactly `name`; a usage
+    error (exit status 2) when none is, or several are."""
+    holding = list(hub.every("/api/v1/crawlers", {"name": name, "limit": 1000}))
+    exact = [crawler["id"] for crawler in holding if crawler["name"] == name]
+    if len(exact) == 1:
+        return exact[0]
+    context = click.get_current_context()
+    param = next(p for p in context.command.params if p.name == parameter)
+    if exact:
+        ids = ", ".join(str(crawler_id) for crawler_id in exact)
+        message = f"{len(exact)} crawlers are named {name!r} (ids {ids}): give the id"
+    else:
+        near = ", ".join(f"{c['name']!r} ({c['id']})" for c in holding[:3])
+        message = f"no crawler named {name!r}" + (f"; names holding it: {near}" if near else "")
+    raise click.BadParameter(message, ctx=context, param=param)
 
 
 def _instant(context: click.Context, parameter: click.Parameter, value: str | None) -> Any:

@@ -1,5 +1,6 @@
 """What the commands print: a readable table on a terminal, machine formats when piped or
-asked for (`--format`), always from the hub's own field names."""
+asked for (`--format`). The machine formats use the hub's own field names; a table may head a
+column shorter and let a long column give way, to fit the terminal's width."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import csv
 import json
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -29,18 +31,46 @@ def format_option(default_piped: str = "jsonl", choices: Sequence[str] = FORMATS
     )
 
 
-def rows(records: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str) -> None:
-    """Print records as `fmt`: a table shows `columns`; JSON lines every field; CSV `columns`
-    under a header. Machine formats print each record as it comes."""
+@dataclass(frozen=True)
+class Column:
+    """A field as a table shows it: under `heading` (default: the field's name); a `squeezed`
+    column gives way to the others on a narrow terminal, its cells cut short with `…`, so
+    each record stays on one line."""
+
+    field: str
+    heading: str | None = None
+    squeezed: bool = False
+
+
+def rows(
+    records: Iterable[dict[str, Any]],
+    columns: Sequence[str],
+    fmt: str,
+    table: Sequence[Column] | None = None,
+) -> None:
+    """Print records as `fmt`: a table shows `table` (default: `columns`); JSON lines every
+    field; CSV `columns` under a header. Machine formats print each record as it comes."""
     if fmt == "table":
-        table = Table(*columns, box=None, header_style="bold")
-        for record in records:
-            table.add_row(*(Text(_flat(record.get(column))) for column in columns))
-        Console().print(table)
+        _table(records, table or [Column(column) for column in columns])
     elif fmt == "json":
         click.echo(json.dumps(list(records), indent=2))
     else:
         _machine(records, columns, fmt)
+
+
+def _table(records: Iterable[dict[str, Any]], columns: Sequence[Column]) -> None:
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in columns:
+        table.add_column(column.heading or column.field, no_wrap=not column.squeezed)
+    for record in records:
+        table.add_row(*(_cell(record.get(column.field), column) for column in columns))
+    Console().print(table)
+
+
+def _cell(value: Any, column: Column) -> Text:
+    if column.squeezed:
+        return Text(_flat(value), no_wrap=True, overflow="ellipsis")
+    return Text(_flat(value))
 
 
 def tail(records: Iterable[dict[str, Any]], columns: Sequence[str], fmt: str) -> None:

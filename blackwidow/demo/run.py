@@ -1,29 +1,65 @@
 """`blackwidow demo`: a hub, two nodes and a sample-feed server on loopback, offline.
 
 It creates a user and four crawlers (two share a feed set, so one data source), prints the
-dashboard's sign-in link and a `curl` call, then a one-line summary per crawler as items
-arrive. Part-way through (or when Enter is pressed) it kills one node, kill -9, so the
-dashboard shows the hub declaring it dead and moving its crawlers to the other node.
+two tokens, the dashboard's sign-in link and a `curl` call, then a one-line status per
+crawler as items arrive. Part-way through (or when Enter is pressed on a terminal) it kills
+one node, kill -9, so the dashboard shows the hub declaring it dead and moving its crawlers
+to the other node. Ctrl-C (or SIGTERM, or a closed terminal) stops its processes and ends it
+with status 0: it is how the demo ends, as for the servers and `items --follow`, and `make`
+reports any other status as an error.
 """
 
 from __future__ import annotations
 
 import secrets
 import select
+import signal
 import sys
 import tempfile
 import time
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
-import requests
+import click
 
+from blackwidow.client.config import Connection
+from blackwidow.client.hub_client import HubClient
 from blackwidow.demo import processes
+from blackwidow.demo.status import Status
 
 POLL_INTERVAL = "1"
 SUMMARY_INTERVAL = 2.0
 STARTUP_TIMEOUT = 30.0
+FIRST_ITEMS_TIMEOUT = 15.0  # seconds the first status waits for every crawler's first items
 KILL_NODE_AFTER = 40.0  # seconds of summaries before a node is killed; Enter kills it sooner
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(BaseException):
+    """A signal to stop arrived: raised wherever the demo is, as KeyboardInterrupt is."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop_on_signals() -> None:
+    """Every stop signal raises Stopped, once. Ctrl-C and SIGTERM always stop the demo (its
+    processes would go on without it); a SIGHUP ignored from the start (nohup) stays so."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        _ignore_stop_signals()  # stopping is under way: a second Ctrl-C changes nothing
+        raise Stopped(signum)
+
+    for each in STOP_SIGNALS:
+        if each != signal.SIGHUP or signal.getsignal(each) is not signal.SIG_IGN:
+            signal.signal(each, stop)
+
+
+def _ignore_stop_signals() -> None:
+    for each in STOP_SIGNALS:
+        signal.signal(each, signal.SIG_IGN)
 
 
 def _environment(workdir: Path) -> dict[str, str]:
@@ -64,43 +100,33 @@ def _crawlers(feeds: str) -> list[dict[str, Any]]:
     ]
 
 
-def _wait_for_nodes(hub: str, count: int) -> None:
+def _start(env: dict[str, str], workdir: Path, running: list[processes.Running]) -> None:
+    """The feed server beside the hub, then both nodes at once (they need the hub's URL):
+    each step as long as its slowest process. Each in its own process group, so Ctrl-C
+    reaches the demo alone, which stops them."""
+    first = {"feeds": ("blackwidow.demo.feed_server", "--port", "0")}
+    first["hub"] = ("blackwidow", "hub", "--port", "0")
+    running += processes.start_together(first, env, workdir, STARTUP_TIMEOUT, own_group=True)
+    node = ("blackwidow", "spawn", "--hub", running[1].url, "--port", "0")
+    nodes = {"node1": node, "node2": node}
+    running += processes.start_together(nodes, env, workdir, STARTUP_TIMEOUT, own_group=True)
+
+
+def _wait_for_nodes(admin: HubClient, count: int) -> None:
     deadline = time.monotonic() + STARTUP_TIMEOUT
-    while time.monotonic() < deadline:
-        if requests.get(f"{hub}/api/v1/nodes/count", timeout=5).json()["active"] >= count:
-            return
-        time.sleep(0.2)
-    raise RuntimeError("nodes did not register in time")
+    while admin.json("GET", "/api/v1/nodes/count")["active"] < count:
+        if time.monotonic() > deadline:
+            raise click.ClickException("the nodes did not register in time")
+        time.sleep(0.1)
 
 
-def _summary(hub: str, token: str) -> list[str]:
-    auth = {"Authorization": f"Bearer {token}"}
-    lines = []
-    for crawler in requests.get(f"{hub}/api/v1/crawlers", headers=auth, timeout=5).json():
-        items = requests.get(
-            f"{hub}/api/v1/crawlers/{crawler['id']}/items?limit=1", headers=auth, timeout=5
-        ).json()["items"]
-        latest = items[0]["title"] if items else "-"
-        lines.append(
-            f"  {crawler['name']:<18} {crawler['state']:<13} node={crawler['node_id'] or '-':<3}"
-            f" items={crawler['items_collected']:<5} latest: {latest}"
-        )
-    return lines
-
-
-def _setup(hub: str, admin_token: str, feeds: str) -> tuple[str, int]:
+def _setup(admin: HubClient, feeds: str) -> tuple[str, int]:
     """Create the demo user and crawlers; return the user's token and the first crawler."""
-    admin = {"Authorization": f"Bearer {admin_token}"}
-    user = requests.post(
-        f"{hub}/api/v1/users", json={"name": "demo", "item_limit": 1000}, headers=admin, timeout=5
-    ).json()
-    auth = {"Authorization": f"Bearer {user['token']}"}
-    made = []
-    for crawler in _crawlers(feeds):
-        answer = requests.post(f"{hub}/api/v1/crawlers", json=crawler, headers=auth, timeout=5)
-        answer.raise_for_status()
-        made.append(answer.json()["id"])
-    return user["token"], made[0]
+    user = admin.json("POST", "/api/v1/users", json={"name": "demo", "item_limit": 1000})
+    made = HubClient(Connection(admin.url, user["token"])).json(
+        "POST", "/api/v1/crawlers/batch", json={"crawlers": _crawlers(feeds)}
+    )
+    return user["token"], made["crawlers"][0]["id"]
 
 
 def _welcome(hub: str, admin_token: str, user_token: str, crawler_id: int) -> list[str]:
@@ -109,13 +135,25 @@ def _welcome(hub: str, admin_token: str, user_token: str, crawler_id: int) -> li
     Signing in); the analysts' command tails a crawler (docs/cli.md)."""
     command = sys.argv[0] if Path(sys.argv[0]).name == "blackwidow" else "blackwidow"
     return [
+        f"tokens     admin {admin_token}  the dashboard's: users, nodes, every crawler",
+        f"           user  {user_token}  user demo's, in the api and cli lines",
         f"dashboard  {hub}/signin#token={admin_token}",
         "           (opens the sign-in form filled with the admin token; press Sign in)",
         f"api        curl -H 'Authorization: Bearer {user_token}' {hub}/api/v1/crawlers",
         f"cli        BLACKWIDOW_HUB_URL={hub} BLACKWIDOW_TOKEN={user_token}"
         f" {command} items {crawler_id} --follow",
-        "press Enter to kill a node (kill -9) and watch its crawlers move on the dashboard",
     ]
+
+
+def _kill_hint(interactive: bool, kill_node_after: float, duration: float | None) -> str | None:
+    """What will kill a node: Enter is offered on a terminal only; the timer, if it fires."""
+    timed = duration is None or kill_node_after < duration
+    after = f"after {kill_node_after:g} s" if timed else None
+    watch = "watch its crawlers move on the dashboard"
+    if interactive:
+        sooner = f", or it goes {after}" if after else ""
+        return f"press Enter to kill a node (kill -9){sooner}; {watch}"
+    return f"{after} one node is killed (kill -9); {watch}" if after else None
 
 
 def _enter_pressed() -> bool:
@@ -126,43 +164,65 @@ def _enter_pressed() -> bool:
     return bool(ready) and sys.stdin.readline() is not None
 
 
-def run_demo(duration: float | None, kill_node_after: float = KILL_NODE_AFTER) -> int:
-    workdir = Path(tempfile.mkdtemp(prefix="blackwidow-demo-"))
+def _watch(
+    hub: str,
+    status: Status,
+    victim: processes.Running | None,
+    duration: float | None,
+    kill_after: float,
+) -> None:
+    """A status every SUMMARY_INTERVAL; the victim killed after `kill_after` or on Enter."""
+    started = time.monotonic()
+    stop_at = None if duration is None else started + duration
+    print(time.strftime("%H:%M:%S"), *status.lines(), sep="\n", flush=True)
+    while stop_at is None or time.monotonic() < stop_at:
+        time.sleep(SUMMARY_INTERVAL)
+        if victim and (time.monotonic() - started >= kill_after or _enter_pressed()):
+            victim.kill()
+            print(
+                f"killed {victim.name} (kill -9): its crawlers move to the other node once",
+                f"the hub declares it dead; see {hub}/crawlers",
+                flush=True,
+            )
+            victim = None
+        print(time.strftime("%H:%M:%S"), *status.lines(), sep="\n", flush=True)
+
+
+def _demo(
+    workdir: Path, running: list[processes.Running], duration: float | None, kill_after: float
+) -> None:
     env = _environment(workdir)
+    _start(env, workdir, running)
+    feeds, hub = running[0].url, running[1].url
+    print(f"hub {hub}  feeds {feeds}  logs {workdir}", flush=True)
+    admin = HubClient(Connection(hub, env["BLACKWIDOW_ADMIN_TOKEN"]))
+    _wait_for_nodes(admin, 2)
+    token, first_crawler = _setup(admin, feeds)
+    print(*_welcome(hub, admin.connection.token, token, first_crawler), sep="\n", flush=True)
+    hint = _kill_hint(sys.stdin.isatty(), kill_after, duration)
+    if hint:
+        print(hint, flush=True)
+    status = Status(HubClient(Connection(hub, token)))
+    status.wait_for_items(FIRST_ITEMS_TIMEOUT)
+    _watch(hub, status, running[-1], duration, kill_after)
+
+
+def run_demo(duration: float | None, kill_node_after: float = KILL_NODE_AFTER) -> int:
+    """The demo until `duration` has passed or a stop signal came; its exit status, 0."""
+    workdir = Path(tempfile.mkdtemp(prefix="blackwidow-demo-"))
     running: list[processes.Running] = []
-
-    def start(name: str, *args: str) -> None:
-        running.append(processes.start(name, args, env, workdir))
-
+    stopped_by: int | None = None
+    _stop_on_signals()
     try:
-        start("feeds", "blackwidow.demo.feed_server", "--port", "0")
-        start("hub", "blackwidow", "hub", "--port", "0")
-        hub = running[-1].url
-        for n in (1, 2):
-            start(f"node{n}", "blackwidow", "spawn", "--hub", hub, "--port", "0")
-        print(f"hub {hub}  feeds {running[0].url}  logs {workdir}", flush=True)
-        _wait_for_nodes(hub, 2)
-        token, first_crawler = _setup(hub, env["BLACKWIDOW_ADMIN_TOKEN"], running[0].url)
-        welcome = _welcome(hub, env["BLACKWIDOW_ADMIN_TOKEN"], token, first_crawler)
-        print(*welcome, sep="\n", flush=True)
-        started = time.monotonic()
-        stop_at = None if duration is None else started + duration
-        victim: processes.Running | None = running[-1]
-        while stop_at is None or time.monotonic() < stop_at:
-            time.sleep(SUMMARY_INTERVAL)
-            if victim and (time.monotonic() - started >= kill_node_after or _enter_pressed()):
-                victim.kill()
-                print(
-                    f"killed {victim.name} (kill -9): its crawlers move to the other node once",
-                    "the hub declares it dead; see",
-                    f"{hub}/crawlers",
-                    flush=True,
-                )
-                victim = None
-            print(time.strftime("%H:%M:%S"), *_summary(hub, token), sep="\n", flush=True)
-    except KeyboardInterrupt:
-        pass
+        _demo(workdir, running, duration, kill_node_after)
+    except Stopped as stop:
+        stopped_by = stop.signum
+    except RuntimeError as error:  # a process that did not start
+        raise click.ClickException(str(error)) from None
     finally:
-        for process in reversed(running):
-            process.stop()
+        _ignore_stop_signals()
+        processes.stop_all(running)
+    if stopped_by is not None:
+        name = signal.Signals(stopped_by).name
+        print(f"stopped on {name}: hub, nodes and feed server ended; logs in {workdir}", flush=True)
     return 0

@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import threading
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -233,8 +234,8 @@ def test_bad_input_exits_2_a_refusal_exits_1_and_admins_manage_users(
 
     no_feed = bob.run("crawlers", "add", "--name", "x")
     assert no_feed.returncode == 2 and "--feed" in no_feed.stderr
-    not_a_number = bob.run("items", "abc")
-    assert not_a_number.returncode == 2 and "CRAWLER_ID" in not_a_number.stderr
+    no_such_name = bob.run("items", "abc")
+    assert no_such_name.returncode == 2 and "'CRAWLER'" in no_such_name.stderr
     bad_since = bob.run("items", "1", "--since", "yesterday")
     assert bad_since.returncode == 2 and "--since" in bad_since.stderr
     not_json = bob.run("crawlers", "add", "--name", "x", "--feed", hub.feed("x"), "--schedule", "5")
@@ -259,3 +260,58 @@ def test_bad_input_exits_2_a_refusal_exits_1_and_admins_manage_users(
     assert (
         unreachable.stderr.endswith("Connection refused\n") and unreachable.stderr.count("\n") == 1
     )
+
+
+def test_crawlers_go_by_name_too_and_their_table_fits_80_columns(
+    hub: Cluster, tmp_path: Path
+) -> None:
+    token = hub.user("cara")
+    cara = Analyst(tmp_path / "cara", BLACKWIDOW_HUB_URL=hub.hub_url, BLACKWIDOW_TOKEN=token)
+    assert cara.ok("--version") == f"blackwidow {version('blackwidow')}\n"
+
+    long_name = "Ars Technica: Science, Space and the Long-Read Features of the Week (all)"
+    missing = (
+        f"{hub.feeds.url}/archive/2026/november/science-and-space/long-read-features.xml"
+        "?utm_source=newsletter&utm_medium=email&utm_campaign=weekly-digest"
+    )
+    made = {
+        name: cara.lines("crawlers", "add", "--name", name, "--feed", feed)[0]["id"]
+        for name, feed in (
+            ("tech", hub.feed("tech", items=3)),
+            ("tech-python", hub.feed("tech", items=3)),
+            (long_name, missing),
+        )
+    }
+    twins = [cara.lines("crawlers", "add", "--name", "twin", "--feed", hub.feed("twin"))[0]]
+    twins += cara.lines("crawlers", "add", "--name", "twin", "--feed", hub.feed("twin2"))
+    assert cara.lines("crawlers", "show", "tech")[0]["id"] == made["tech"]
+    assert cara.lines("crawlers", "show", long_name)[0]["id"] == made[long_name]
+    wait_until(lambda: len(cara.lines("items", "tech")) == 3, what="tech's items, by name")
+    edited = cara.lines("crawlers", "edit", "tech-python", "--keyword", "python")[0]
+    assert (edited["id"], edited["query"]["keywords"]) == (made["tech-python"], ["python"])
+    cara.ok("export", "tech", "-o", str(tmp_path / "tech.jsonl"))
+    assert len((tmp_path / "tech.jsonl").read_text().splitlines()) == 3
+
+    unknown = cara.run("items", "Tech")  # names are exact: another case is another name
+    assert unknown.returncode == 2, unknown.stderr
+    assert "no crawler named 'Tech'" in unknown.stderr and "'tech'" in unknown.stderr
+    ambiguous = cara.run("crawlers", "rm", "twin", "--yes")
+    assert ambiguous.returncode == 2, ambiguous.stderr
+    assert f"ids {twins[0]['id']}, {twins[1]['id']}" in ambiguous.stderr
+    other = Analyst(
+        tmp_path / "dan", BLACKWIDOW_HUB_URL=hub.hub_url, BLACKWIDOW_TOKEN=hub.user("dan")
+    )
+    assert other.run("crawlers", "show", "tech").returncode == 2  # another user's crawler
+
+    wait_until(
+        lambda: cara.lines("crawlers", "show", long_name)[0]["last_error"],
+        what="the missing feed's error",
+    )
+    cara.env["COLUMNS"] = "80"  # what rich reads for the width when stdout is not a terminal
+    table = cara.ok("crawlers", "ls", "--format", "table").splitlines()
+    assert max(len(line) for line in table) <= 80, "\n".join(table)
+    assert len(table) == 1 + len(made) + len(twins), "a crawler over two lines"
+    for crawler in cara.lines("crawlers", "ls"):
+        row = next(line.split() for line in table[1:] if line.split()[0] == str(crawler["id"]))
+        assert crawler["state"] in row and str(crawler["items_collected"]) in row
+    assert any("Ars Technica" in line and "…" in line for line in table)

@@ -81,40 +81,6 @@ def test_db_upgrade_creates_the_schema(tmp_path):
     assert (tmp_path / "fresh.db").stat().st_size > 0
 
 
-@pytest.mark.slow
-def test_demo_runs_offline_and_shows_items_arriving():
-    result = _blackwidow("demo", "--duration", "12")
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert lines[0].startswith("hub http://127.0.0.1:")
-    summaries = [line for line in lines if line.strip().startswith("tech-python")]
-    assert summaries, result.stdout
-    counts = [
-        int(part.split("=")[1])
-        for line in lines
-        for part in line.split()
-        if part.startswith("items=")
-    ]
-    assert max(counts) > 0
-
-
-@pytest.mark.slow
-def test_demo_offers_the_dashboard_and_moves_the_crawlers_of_the_node_it_kills():
-    result = _blackwidow("demo", "--duration", "20", "--kill-node-after", "3")
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
-    hub = out.splitlines()[0].split()[1]
-    assert f"dashboard  {hub}/signin#token=" in out  # the token in the fragment, never sent
-    assert "curl -H 'Authorization: Bearer " in out and f"{hub}/api/v1/crawlers" in out
-    assert f"BLACKWIDOW_HUB_URL={hub} BLACKWIDOW_TOKEN=" in out and " --follow" in out
-    _, killed, after = out.partition("killed node2 (kill -9)")
-    assert killed, out
-    last = [line.split() for line in after.strip().splitlines()[-4:]]
-    running = [words for words in last if words[1] == "running"]
-    nodes = {words[2] for words in running}
-    assert running and len(nodes) == 1 and "node=-" not in nodes, after  # all on the survivor
-
-
 def test_a_node_stops_on_sigterm_while_a_hub_holds_a_kept_alive_connection(tmp_path):
     c = Cluster(tmp_path, {})
     node = c._start("node", "blackwidow", "spawn", "--hub", "http://127.0.0.1:9", "--port", "0")
