@@ -221,10 +221,14 @@ class MonitorLoop(threading.Thread):
         """Renew the shards led, take free ones up to the fair share, hand back extras.
 
         Validity counts from before the database was asked, so a slow answer can only
-        shorten it; shards given up are stopped after the transaction, never inside it.
+        shorten it. Everything the transaction decided happens after its commit: shards given
+        up are stopped, renewals counted, and shards taken start their threads, whose writes
+        are fenced by a lock only the commit makes theirs.
         """
         now, asked_at = utcnow(), time.monotonic()
         drops: list[tuple[Shard, str]] = []
+        renewed: list[Shard] = []
+        taken: list[tuple[Shard, int, MonitorFigures]] = []
         with self._sessions.begin() as session:
             share = leader.fair_share(
                 session, self._holder, now, self._lock_ttl, len(self._shards), self._place
@@ -232,7 +236,7 @@ class MonitorLoop(threading.Thread):
             for shard in self._shards:
                 name = leader.lock_name(shard)
                 held = shard in self._led
-                leading = len(self._led) - len(drops)
+                leading = len(self._led) + len(taken) - len(drops)
                 if not held and leading >= share:
                     continue
                 if held and leading > share:
@@ -245,22 +249,24 @@ class MonitorLoop(threading.Thread):
                 if epoch is None and held:
                     drops.append((shard, "lost the lead"))
                 elif epoch is not None and held:
-                    self._led[shard].renewed(asked_at)
+                    renewed.append(shard)
                 elif epoch is not None:
-                    log.info(
-                        "monitor leading shard=%s holder=%s epoch=%s", shard, self._holder, epoch
-                    )
                     saved = MonitorFigures(leader.figures_of(session, name))
-                    self._led[shard] = Leadership(
-                        shard,
-                        (self._holder, epoch),
-                        asked_at,
-                        self._sessions,
-                        self._settings,
-                        self._record_cycle,
-                        saved,
-                        self._alerts,
-                    )
+                    taken.append((shard, epoch, saved))
+        for shard in renewed:
+            self._led[shard].renewed(asked_at)
+        for shard, epoch, saved in taken:
+            log.info("monitor leading shard=%s holder=%s epoch=%s", shard, self._holder, epoch)
+            self._led[shard] = Leadership(
+                shard,
+                (self._holder, epoch),
+                asked_at,
+                self._sessions,
+                self._settings,
+                self._record_cycle,
+                saved,
+                self._alerts,
+            )
         for shard, why in drops:
             self._drop(shard, why)
 

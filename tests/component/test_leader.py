@@ -257,3 +257,30 @@ def test_a_hub_removing_another_s_stale_presence_never_waits_on_it(sessions):
         late.close()
         a.join(timeout=30)
     assert errors == []
+
+
+def test_a_new_leader_s_first_poll_counts(hub_app, sessions, caplog):
+    """A shard's poll and reconcile threads start once its lock is committed. Started inside
+    the transaction taking it, the first poll was fenced against the lock not yet taken, and
+    thrown away (`poll not recorded … no longer held at epoch 1`): a fresh hub sent out its
+    first crawlers a poll interval late, or more."""
+    hub = hub_app.extensions["blackwidow"]
+    settings = hub.settings.replace(monitor_shards=4, poll_interval=0.2)
+    names = [leader.lock_name(Shard(i, 4)) for i in range(4)]
+    loop = MonitorLoop(sessions, settings, hub.alerts)
+    with caplog.at_level("WARNING", logger="blackwidow.monitor.loop"):
+        loop.start()
+        try:
+            wait_until(
+                lambda: all(cycled_at(sessions, name) for name in names),
+                what="a cycle recorded on every shard",
+            )
+        finally:
+            loop.stop()
+    assert not [r.getMessage() for r in caplog.records if "not recorded" in r.getMessage()]
+
+
+def cycled_at(sessions: sessionmaker[Session], name: str) -> object:
+    with sessions() as session:
+        row = session.get(MonitorLock, name)
+        return row and row.last_cycle_at
