@@ -26,6 +26,9 @@ MULTIPROCESS_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 
 settings = startup.settings_or_exit()
 logconfig_dict = logs.config(settings.log_format)
+# gunicorn's control socket has one path per user ($XDG_RUNTIME_DIR or ~/.gunicorn): two hubs
+# on one host would take it from each other, and the hub is managed by signals, not by it
+control_socket_disable = True
 
 
 def on_starting(server: Any) -> None:
