@@ -6,6 +6,8 @@ only kept out of a load balancer's rotation."""
 from __future__ import annotations
 
 import functools
+import logging
+import threading
 
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -14,6 +16,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import db
 from blackwidow.store import Store
+
+log = logging.getLogger(__name__)
+
+SCHEMA_CHECK_INTERVAL = 5.0  # seconds between looks while a background thread waits
 
 
 @functools.cache
@@ -52,3 +58,25 @@ def reasons(sessions: sessionmaker[Session], store: Store) -> list[str]:
     if not store.ping():
         found.append("store: does not answer")
     return found
+
+
+def await_schema(sessions: sessionmaker[Session], stopping: threading.Event) -> bool:
+    """Wait until the schema is at the head, saying why once: a hub's background threads
+    (monitor, webhook delivery) begin their rounds then, rather than failing each one with a
+    traceback until `blackwidow db upgrade` has run. False when `stopping` was set first."""
+    said = None
+    while not stopping.is_set():
+        try:
+            with sessions() as session:
+                behind = schema_behind(session)
+        except SQLAlchemyError as error:
+            behind = f"the database does not answer ({type(error).__name__})"
+        if behind is None:
+            if said is not None:
+                log.info("database schema ready thread=%s", threading.current_thread().name)
+            return True
+        if said is None:  # once: a migration under way changes the reason at every step
+            log.warning("waiting thread=%s reason=%s", threading.current_thread().name, behind)
+            said = behind
+        stopping.wait(SCHEMA_CHECK_INTERVAL)
+    return False

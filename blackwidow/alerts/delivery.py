@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from blackwidow import readiness
 from blackwidow.alerts.sender import SendFailed, WebhookSender
 from blackwidow.models import Webhook, WebhookDelivery, utcnow
 from blackwidow.settings import Settings
@@ -175,12 +176,14 @@ def _keep_newest(session: Session, webhook_id: int | None) -> None:
 class DeliveryThread(threading.Thread):
     """Runs the deliverer in a hub process until stopped; a failed round is logged, not fatal."""
 
-    def __init__(self, deliverer: Deliverer) -> None:
+    def __init__(self, deliverer: Deliverer, sessions: sessionmaker[Session]) -> None:
         super().__init__(name="webhook-delivery", daemon=True)
         self._deliverer = deliverer
+        self._sessions = sessions
         self._stopping = threading.Event()
 
     def run(self) -> None:
+        readiness.await_schema(self._sessions, self._stopping)
         while not self._stopping.is_set():
             sent = 0
             try:
@@ -201,4 +204,4 @@ def delivery_thread(sessions: sessionmaker[Session], settings: Settings) -> Deli
     if settings.webhook_url is not None and settings.webhook_secret is not None:
         hook = (settings.webhook_url, settings.webhook_secret)
     sender = WebhookSender(settings.fetch_allow)
-    return DeliveryThread(Deliverer(sessions, sender.send, hook))
+    return DeliveryThread(Deliverer(sessions, sender.send, hook), sessions)

@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from blackwidow import readiness
 from blackwidow.alerts.events import Emitter
 from blackwidow.models import utcnow
 from blackwidow.monitor import holders, leader
@@ -288,7 +289,9 @@ class MonitorLoop(threading.Thread):
             )
 
     def run(self) -> None:
-        """Keep the locks: take, renew and hand back shards, several times per lifetime."""
+        """Keep the locks: take, renew and hand back shards, several times per lifetime,
+        from when the database's schema is ready."""
+        readiness.await_schema(self._sessions, self._stopping)
         while not self._stopping.is_set():
             started = time.monotonic()
             try:

@@ -9,13 +9,16 @@ from datetime import timedelta
 
 import pytest
 
-from blackwidow import db
+from blackwidow import db, readiness
+from blackwidow.alerts.delivery import delivery_thread
 from blackwidow.app import create_app
 from blackwidow.models import MonitorLock, Node, utcnow
 from blackwidow.monitor.leader import lock_name
+from blackwidow.monitor.loop import MonitorLoop
 from blackwidow.node_protocol import Shard
 from blackwidow.store import open_store
 from tests.component.conftest import hub_settings
+from tests.support import wait_until
 
 NEEDS_SCHEMA = ("/api/v1/health", "/api/v1/nodes/count", "/metrics")
 
@@ -90,3 +93,39 @@ def test_health_is_degraded_with_its_reason_while_a_node_is_suspect_or_dead(
     assert degraded["status"] == "degraded"
     assert degraded["reasons"] == [f"nodes: 1 {state}"]
     assert degraded["nodes"] == {"active": 1, state: 1}  # the shape as it was, reasons added
+
+
+def test_the_hub_s_background_threads_wait_for_the_schema_saying_so_once(
+    empty_database_url, tmp_path, caplog, monkeypatch
+):
+    """Before `blackwidow db upgrade`, the monitor and the webhook delivery wait, with one
+    warning each, rather than logging a traceback every round; once migrated, they work."""
+    monkeypatch.setattr(readiness, "SCHEMA_CHECK_INTERVAL", 0.05)
+    settings = hub_settings(empty_database_url, tmp_path)
+    app = create_app(settings)
+    sessions = app.extensions["blackwidow"].sessions
+    threads = [MonitorLoop(sessions, settings, app.extensions["blackwidow"].alerts)]
+    threads.append(delivery_thread(sessions, settings))
+    with caplog.at_level("INFO"):
+        for thread in threads:
+            thread.start()
+        try:
+            wait_until(
+                lambda: len([r for r in caplog.records if "waiting thread=" in r.message]) >= 2,
+                what="both threads to say they wait",
+            )
+            db.upgrade(empty_database_url)
+            wait_until(lambda: _holder(sessions), what="the monitor to lead once migrated")
+        finally:
+            for thread in threads:
+                thread.stop()
+    waits = [r.message for r in caplog.records if "waiting thread=" in r.message]
+    assert sorted(w.split()[1] for w in waits) == ["thread=monitor", "thread=webhook-delivery"]
+    assert not [r.message for r in caplog.records if r.levelname == "ERROR"]
+    sessions.kw["bind"].dispose()
+
+
+def _holder(sessions) -> str | None:
+    with sessions() as session:
+        lock = session.get(MonitorLock, lock_name(Shard()))
+        return lock and lock.holder
