@@ -39,7 +39,7 @@ from cassandra.policies import (
 from cassandra.query import BatchStatement, BatchType
 
 from blackwidow.store import cassandra_reads, cassandra_schema, threads
-from blackwidow.store.base import StoreUnavailable
+from blackwidow.store.base import SearchUnsupported, StoreUnavailable
 from blackwidow.store.cassandra_config import CassandraConfig
 from blackwidow.store.cassandra_rows import (
     BUCKETS,
@@ -66,6 +66,7 @@ from sources.model import Item
 
 IDS_PER_READ = 100  # ids in one `item_id IN ?` read, conversations in one `conversation_id IN ?`
 IN_FLIGHT = 32  # requests outstanding at once from one store
+_RELEASE = "SELECT release_version FROM system.local"
 
 _UNAVAILABLE = (
     NoHostAvailable,
@@ -351,6 +352,25 @@ class CassandraStore:
             lambda session, st: cassandra_reads.conversation_page(
                 session, st, conversation_id, crawler_ids, limit, after
             )
+        )
+
+    def search(
+        self,
+        words: Sequence[str],
+        crawler_ids: Collection[int],
+        limit: int,
+        window: Window = EVERYTHING,
+        after: Any = None,
+    ) -> Page:
+        """Refused, naming the server's version: Apache Cassandra's storage-attached indexes
+        (5.0) match a column's whole value only; word search needs their text analyzers
+        (`index_analyzer` and the `:` operator), which it does not offer, and anything else
+        would be a scan of every item (docs/stores.md, "Search")."""
+        release = self._call(lambda session, _: session.execute(_RELEASE).one().release_version)
+        raise SearchUnsupported(
+            f"cassandra {release}: no text analyzer for storage-attached indexes"
+            " (index_analyzer, the `:` operator), and a scan of every item is not offered;"
+            " search needs the SQLite store"
         )
 
     def stored_ids(self, crawler_id: int) -> Iterator[str]:

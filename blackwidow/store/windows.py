@@ -1,5 +1,6 @@
-"""What a page or stream read asks of a store: a time window on one of an item's instants,
-and the page it gets back. Values only; each store turns them into its own query.
+"""What a page, stream or search read asks of a store: a time window on one of an item's
+instants, the words a search looks for, and the page it gets back. Values only; each store
+turns them into its own query.
 
 A page's position is where the next page starts, opaque to callers and JSON-serialisable:
 the hub signs it into a cursor (blackwidow.api.paging) and hands it back on the next request.
@@ -7,6 +8,7 @@ the hub signs it into a cursor (blackwidow.api.paging) and hands it back on the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,6 +18,7 @@ from sources.model import Item
 
 TimeField = Literal["fetched_at", "published_at"]
 TIME_FIELDS: tuple[TimeField, ...] = ("fetched_at", "published_at")
+_WORD = re.compile(r"\w+")  # a run of letters, digits or underscores, as the stores' tokenizers cut
 STREAM_BATCH = 1000  # rows a stream reads at a time: its memory, whatever the item count
 
 
@@ -50,6 +53,12 @@ class Page:
 
     items: list[Item]
     next: Any = None
+
+
+def words(query: str) -> tuple[str, ...]:
+    """The distinct words of a search, lowercase, in the order given: what every item found
+    must hold. Punctuation separates words and is not searched (no operators, no phrases)."""
+    return tuple(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
 
 
 def checked(position: Any, shape: tuple[type | tuple[type, ...], ...]) -> list[Any]:
