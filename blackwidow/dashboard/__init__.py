@@ -7,12 +7,19 @@ from __future__ import annotations
 
 from flask import Flask
 
-from blackwidow.dashboard import cluster_page, crawler_pages, signin, users_page
+from blackwidow.dashboard import cluster_page, crawler_pages, search_page, signin, users_page
 from blackwidow.dashboard.blueprint import blp
 from blackwidow.session_cookie import configure
 from blackwidow.settings import Settings
 
-__all__ = ["cluster_page", "crawler_pages", "init_dashboard", "signin", "users_page"]
+__all__ = [
+    "cluster_page",
+    "crawler_pages",
+    "init_dashboard",
+    "search_page",
+    "signin",
+    "users_page",
+]
 
 
 def init_dashboard(app: Flask, settings: Settings) -> None:
