@@ -18,7 +18,7 @@ from sources.model import Item
 
 TimeField = Literal["fetched_at", "published_at"]
 TIME_FIELDS: tuple[TimeField, ...] = ("fetched_at", "published_at")
-_WORD = re.compile(r"\w+")  # a run of letters, digits or underscores, as the stores' tokenizers cut
+_WORD = re.compile(r"[^\W_]+")  # a run of letters and digits, as the stores' tokenizers cut
 STREAM_BATCH = 1000  # rows a stream reads at a time: its memory, whatever the item count
 
 
