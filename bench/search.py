@@ -11,7 +11,8 @@ same run's baseline: the first page of one crawler's own item list (Store.page).
 `--keep PATH` writes the SQLite store there and reuses it when it is there already (a
 million items take minutes to write). Cassandra (the one answering at --cassandra, default
 127.0.0.1:19042, or one started from the cached jars) is asked first with an empty keyspace:
-a server that cannot search says why, and nothing is loaded into it.
+a server that cannot search says why, and nothing is loaded into it. Its keyspace is dropped
+afterwards.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from pathlib import Path
 from bench import machine
 from bench.ingest import local_cassandra
 from blackwidow.store import SearchUnsupported, Store, open_store, upgrade_store
+from blackwidow.store.cassandra import make_cluster
+from blackwidow.store.cassandra_config import parse
 from blackwidow.store.windows import words
 from sources.model import Item
 
@@ -165,22 +168,27 @@ def sqlite(count: int, keep: Path | None) -> None:
 
 def cassandra(contact: str, count: int) -> None:
     with local_cassandra(contact) as answering:
-        url = f"cassandra://{answering}/bench_{uuid.uuid4().hex[:8]}?consistency=ONE"
+        keyspace = f"bench_{uuid.uuid4().hex[:8]}"
+        url = f"cassandra://{answering}/{keyspace}?consistency=ONE"
         upgrade_store(url)
         store = open_store(url)
         try:
             store.search(("probe",), [1], 1)
-        except SearchUnsupported as error:
-            print(f"cassandra: not measured: {error}")
-            return
-        finally:
-            store.close()
-        store = open_store(url)
-        try:
             print(f"cassandra: loaded {count:,} items at {load(store, count):,.0f} items/s")
             measure("cassandra", store, count)
+        except SearchUnsupported as error:
+            print(f"cassandra: not measured: {error}")
         finally:
             store.close()
+            drop(url, keyspace)
+
+
+def drop(url: str, keyspace: str) -> None:
+    cluster = make_cluster(parse(url.removeprefix("cassandra://")))
+    try:
+        cluster.connect().execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
+    finally:
+        cluster.shutdown()
 
 
 def main() -> None:
