@@ -134,6 +134,7 @@ class CassandraStore:
         self._statements: Statements | None = None
         self._id_writes = IdWriteMemory(uuid.uuid4(), lambda key: (key[0], id_bucket(key[1])))
         self._crawler_locks: dict[int, threading.Lock] = defaultdict(threading.Lock)
+        self._words_indexed = False  # known once seen: an index is not dropped under a hub
 
     def _connected(self) -> tuple[Session, Statements]:
         with self._lock:
@@ -362,16 +363,29 @@ class CassandraStore:
         window: Window = EVERYTHING,
         after: Any = None,
     ) -> Page:
-        """Refused, naming the server's version: Apache Cassandra's storage-attached indexes
-        (5.0) match a column's whole value only; word search needs their text analyzers
-        (`index_analyzer` and the `:` operator), which it does not offer, and anything else
-        would be a scan of every item (docs/stores.md, "Search")."""
-        release = self._call(lambda session, _: session.execute(_RELEASE).one().release_version)
-        raise SearchUnsupported(
-            f"cassandra {release}: no text analyzer for storage-attached indexes"
-            " (index_analyzer, the `:` operator), and a scan of every item is not offered;"
-            " search needs the SQLite store"
-        )
+        """On the SAI index of `words` (cassandra_schema), newest day first; refused, naming
+        the server's version, where the server would not create that index: no ranking, and
+        never a scan of every item."""
+
+        def found(session: Session, st: Statements) -> Page:
+            self._check_words_index(session)
+            return cassandra_reads.search(
+                session, st, self._config.keyspace, words, crawler_ids, limit, window, after
+            )
+
+        return self._call(found)
+
+    def _check_words_index(self, session: Session) -> None:
+        if self._words_indexed:
+            return
+        if not cassandra_schema.has_words_index(session, self._config.keyspace):
+            release = session.execute(_RELEASE).one().release_version
+            raise SearchUnsupported(
+                f"cassandra {release}: keyspace {self._config.keyspace} has no index of items'"
+                " words (storage-attached indexes, Cassandra 5.0 or newer), and a scan of every"
+                " item is not offered; run `blackwidow db upgrade` on a server that has them"
+            )
+        self._words_indexed = True
 
     def stored_ids(self, crawler_id: int) -> Iterator[str]:
         """Every id row of the crawler, pending ones too, bucket by bucket on the driver's

@@ -9,6 +9,7 @@ the hub signs it into a cursor (blackwidow.api.paging) and hands it back on the 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -55,10 +56,15 @@ class Page:
     next: Any = None
 
 
-def words(query: str) -> tuple[str, ...]:
-    """The distinct words of a search, lowercase, in the order given: what every item found
-    must hold. Punctuation separates words and is not searched (no operators, no phrases)."""
-    return tuple(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
+def words(text: str) -> tuple[str, ...]:
+    """The distinct words of a text, lowercase and without diacritics (é is e), in the order
+    given: what a search asks every item found to hold, and what the stores index. Anything
+    but letters and digits separates words and is not searched (no operators, no phrases)."""
+    return tuple(dict.fromkeys(_plain(word.lower()) for word in _WORD.findall(text)))
+
+
+def _plain(word: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
 
 
 def checked(position: Any, shape: tuple[type | tuple[type, ...], ...]) -> list[Any]:

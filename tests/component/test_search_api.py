@@ -1,9 +1,10 @@
 """GET /api/v1/items?q=: a search across the caller's crawlers, on the real hub app with the
-SQLite store, and the 501 of a store that cannot search (the suite's Cassandra)."""
+SQLite store, and with Cassandra: its order, and the 501 of a keyspace without its index."""
 
 from __future__ import annotations
 
 import shutil
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -14,7 +15,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from blackwidow.app import create_app
-from blackwidow.store import open_store
+from blackwidow.store import open_store, upgrade_store
+from blackwidow.store.cassandra import make_cluster
+from blackwidow.store.cassandra_config import parse
+from blackwidow.store.cassandra_schema import WORDS_INDEX
 from tests.component.conftest import ADMIN, bearer, hub_settings
 from tests.component.test_items_api import T0, crawler, item, user, walk
 
@@ -128,15 +132,48 @@ def test_a_cursor_holds_only_for_its_own_query(
     assert stolen.status_code == 400
 
 
+@pytest.fixture
+def own_keyspace(cassandra_service: Any) -> Iterator[str]:
+    """A keyspace of this test's own: the hub's crawler ids start at 1, as other tests' may."""
+    keyspace = f"search_{uuid.uuid4().hex[:10]}"
+    url = f"cassandra://{cassandra_service.contact_points}/{keyspace}?consistency=ONE"
+    upgrade_store(url)
+    yield url
+    cluster = make_cluster(parse(url.removeprefix("cassandra://")))
+    try:
+        cluster.connect().execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=60)
+    finally:
+        cluster.shutdown()
+
+
 @pytest.mark.services("cassandra_service")
-def test_a_store_that_cannot_search_answers_501_naming_why(
-    tmp_path: Path, sqlite_template: Path, cassandra_store_url: str
+def test_on_cassandra_a_search_pages_newest_day_first_and_without_its_index_answers_501(
+    tmp_path: Path, sqlite_template: Path, own_keyspace: str
 ) -> None:
-    app = hub(tmp_path, sqlite_template, cassandra_store_url)
+    app = hub(tmp_path, sqlite_template, own_keyspace)
+    client = app.test_client()
+    try:
+        ana, bo = user(client, "ana"), user(client, "bo")
+        mine, theirs = crawler(client, ana), crawler(client, bo)
+        app.extensions["blackwidow"].store.add(
+            [item(n, c, n * 10, title="fox") for c in (mine, theirs) for n in range(5)]
+        )
+        pages = walk(client, "/api/v1/items?q=FOX&limit=2", ana)
+        assert [i for page in pages for i in page] == [f"item-{n:03}" for n in (4, 3, 2, 1, 0)]
+        cluster = make_cluster(parse(own_keyspace.removeprefix("cassandra://")))
+        try:
+            keyspace = own_keyspace.split("/")[-1].split("?")[0]
+            cluster.connect().execute(f"DROP INDEX {keyspace}.{WORDS_INDEX}", timeout=60)
+        finally:
+            cluster.shutdown()
+    finally:
+        app.extensions["blackwidow"].store.close()
+    (tmp_path / "again").mkdir()
+    app = hub(tmp_path / "again", sqlite_template, own_keyspace)
     try:
         answer = app.test_client().get("/api/v1/items?q=fox", headers=bearer(ADMIN))
         assert answer.status_code == 501
         assert answer.json["error"]["code"] == "search_unsupported"
-        assert "no text analyzer" in answer.json["error"]["message"]
+        assert "no index of items' words" in answer.json["error"]["message"]
     finally:
         app.extensions["blackwidow"].store.close()
