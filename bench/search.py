@@ -6,7 +6,8 @@ batches of BATCH. Then each query of QUERIES asks for the first page (PAGE items
 user's crawlers (a tenth of them), REPEATS times; the median and p99 are printed against the
 same run's baseline: the first page of one crawler's own item list (Store.page).
 
-    .venv/bin/python -m bench.search [--items N] [--cassandra HOST:PORT] [--keep PATH]
+    .venv/bin/python -m bench.search [--items N] [--stores sqlite,cassandra]
+        [--cassandra HOST:PORT] [--keep PATH]
 
 `--keep PATH` writes the SQLite store there and reuses it when it is there already (a
 million items take minutes to write). Cassandra (the one answering at --cassandra, default
@@ -22,6 +23,7 @@ import itertools
 import random
 import sqlite3
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -43,6 +45,7 @@ PAGE = 50  # the API's default page
 REPEATS = 30
 VOCABULARY = 20_000
 SEED = 7
+PROGRESS_BATCHES = 100  # a line on stderr every this many batches written
 WRITE_COST_ITEMS = 50_000  # items written with and without the index
 # from the most frequent words of the vocabulary to the rarest, alone and together
 QUERIES = ("w0", "w3", "w40", "w400", "w4000", "w19000", "w0 w3", "w40 w400", "w3 w19000")
@@ -82,8 +85,10 @@ def make_items(count: int, start: int) -> Iterator[list[Item]]:
 def load(store: Store, count: int) -> float:
     """Write `count` items, BATCH at a time; items a second apart; the rate in items/s."""
     started = time.perf_counter()
-    for batch in make_items(count, 0):
+    for number, batch in enumerate(make_items(count, 0), start=1):
         store.add(batch)
+        if number % PROGRESS_BATCHES == 0:
+            print(f"  {number * BATCH:,} items written", file=sys.stderr, flush=True)
     return count / (time.perf_counter() - started)
 
 
@@ -196,11 +201,15 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--cassandra", default="127.0.0.1:19042")
     parser.add_argument("--keep", type=Path)
+    parser.add_argument("--stores", default="sqlite,cassandra", help="comma-separated")
     args = parser.parse_args()
+    stores = set(args.stores.split(","))
     print(machine.described())
-    write_cost(min(args.items, WRITE_COST_ITEMS))
-    sqlite(args.items, args.keep)
-    cassandra(args.cassandra, args.items)
+    if "sqlite" in stores:
+        write_cost(min(args.items, WRITE_COST_ITEMS))
+        sqlite(args.items, args.keep)
+    if "cassandra" in stores:
+        cassandra(args.cassandra, args.items)
 
 
 if __name__ == "__main__":
