@@ -16,6 +16,7 @@ from datetime import UTC, date, datetime, time
 from typing import Any
 
 from cassandra.cluster import Session
+from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.query import BoundStatement, PreparedStatement, SimpleStatement
 
 from blackwidow.store.cassandra_rows import BUCKETS, DAY, day_of, item_from_row
@@ -23,6 +24,7 @@ from blackwidow.store.cassandra_statements import ITEM, Statements
 from blackwidow.store.windows import STREAM_BATCH, BadPosition, Page, Window, checked
 from sources.model import Item
 
+DAYS_IN_FLIGHT = 32  # crawlers whose days a search asks for at once
 _EARLIEST = datetime.min.replace(tzinfo=UTC)  # an open side of a published_at window
 _LATEST = datetime.max.replace(tzinfo=UTC)
 
@@ -128,12 +130,16 @@ def _partitions(
 ) -> list[tuple[date, int]]:
     """The (day, crawler) partitions of these crawlers in the window, newest day first and
     crawlers in id order, from the position's on."""
-    last = start[0] if start is not None else None
+    asked = sorted(set(crawler_ids))
+    span = _day_range(window, start[0] if start is not None else None)
+    answers = execute_concurrent_with_args(  # the crawlers' days, DAYS_IN_FLIGHT at a time
+        session, st.days_between, [(c, *span) for c in asked], concurrency=DAYS_IN_FLIGHT
+    )
     partitions = sorted(
         (
-            (day, crawler_id)
-            for crawler_id in crawler_ids
-            for day in _days(session, st, crawler_id, window, last)
+            (row.day.date(), crawler_id)
+            for crawler_id, (_, rows) in zip(asked, answers, strict=True)
+            for row in rows
         ),
         key=lambda partition: (-partition[0].toordinal(), partition[1]),
     )
@@ -190,13 +196,16 @@ def _days(
 ) -> list[date]:
     """The crawler's days, newest first: for a fetched_at window only the days it touches
     (a published_at window may find items on any day), and none after `last`."""
+    rows = session.execute(st.days_between, (crawler_id, *_day_range(window, last)))
+    return [row.day.date() for row in rows]
+
+
+def _day_range(window: Window, last: date | None) -> tuple[date, date]:
     low, high = date.min, date.max
     if window.by == "fetched_at":
         low = day_of(window.since) if window.since else low
         high = day_of(window.until) if window.until else high
-    high = min(high, last) if last else high
-    rows = session.execute(st.days_between, (crawler_id, low, high))
-    return [row.day.date() for row in rows]
+    return low, min(high, last) if last else high
 
 
 def _day_query(
