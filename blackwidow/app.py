@@ -16,6 +16,7 @@ from blackwidow.api import (
     items,
     nodes,
     opml,
+    search,
     users,
     webhooks,
 )
@@ -60,6 +61,7 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         conversations.blp,
         nodes.blp,
         opml.blp,
+        search.blp,
     ):
         api.register_blueprint(blueprint)
     serve_hub_metrics(app, app.extensions["blackwidow"].sessions, settings)

@@ -13,6 +13,7 @@ from blackwidow.dashboard import (
     crawler_pages,
     icon,
     item_exports,
+    search_page,
     signin,
     users_page,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "icon",
     "init_dashboard",
     "item_exports",
+    "search_page",
     "signin",
     "users_page",
 ]

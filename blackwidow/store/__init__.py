@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from blackwidow.store import cassandra_config
-from blackwidow.store.base import Store, StoreUnavailable
+from blackwidow.store.base import SearchUnsupported, Store, StoreUnavailable
 from blackwidow.store.sqlite import SqliteStore
 
 __all__ = [
+    "SearchUnsupported",
     "SqliteStore",
     "Store",
     "StoreUnavailable",

@@ -17,6 +17,10 @@ class StoreUnavailable(Exception):
     """The store did not answer; the write may be retried as it is (every write is idempotent)."""
 
 
+class SearchUnsupported(Exception):
+    """This store cannot search items' words (the message says why): never answered by a scan."""
+
+
 class Store(Protocol):
     # Whether add reads if each item is stored before writing it (Cassandra's items_by_id):
     # the read a node's seen-set saves. False where the write's own key check decides.
@@ -80,6 +84,21 @@ class Store(Protocol):
     ) -> Page:
         """The next `limit` items of a conversation, in the order of `conversation`, from
         `after` as `page` reads. Raises BadPosition for a position this store did not give."""
+        ...
+
+    def search(
+        self,
+        words: Sequence[str],
+        crawler_ids: Collection[int],
+        limit: int,
+        window: Window = EVERYTHING,
+        after: Any = None,
+    ) -> Page:
+        """The next `limit` items of these crawlers in `window` whose title, text or author
+        hold every one of `words` (lowercase, as blackwidow.store.windows.words gives them),
+        from `after` as `page` reads. The order is the store's own (docs/stores.md, "Search").
+        Raises SearchUnsupported when the store cannot search, BadPosition for a position this
+        store did not give."""
         ...
 
     def stored_ids(self, crawler_id: int) -> Iterator[str]:

@@ -39,7 +39,7 @@ from cassandra.policies import (
 from cassandra.query import BatchStatement, BatchType
 
 from blackwidow.store import cassandra_reads, cassandra_schema, threads
-from blackwidow.store.base import StoreUnavailable
+from blackwidow.store.base import SearchUnsupported, StoreUnavailable
 from blackwidow.store.cassandra_config import CassandraConfig
 from blackwidow.store.cassandra_rows import (
     BUCKETS,
@@ -66,6 +66,7 @@ from sources.model import Item
 
 IDS_PER_READ = 100  # ids in one `item_id IN ?` read, conversations in one `conversation_id IN ?`
 IN_FLIGHT = 32  # requests outstanding at once from one store
+_RELEASE = "SELECT release_version FROM system.local"
 
 _UNAVAILABLE = (
     NoHostAvailable,
@@ -133,6 +134,7 @@ class CassandraStore:
         self._statements: Statements | None = None
         self._id_writes = IdWriteMemory(uuid.uuid4(), lambda key: (key[0], id_bucket(key[1])))
         self._crawler_locks: dict[int, threading.Lock] = defaultdict(threading.Lock)
+        self._words_indexed = False  # known once seen: an index is not dropped under a hub
 
     def _connected(self) -> tuple[Session, Statements]:
         with self._lock:
@@ -352,6 +354,38 @@ class CassandraStore:
                 session, st, conversation_id, crawler_ids, limit, after
             )
         )
+
+    def search(
+        self,
+        words: Sequence[str],
+        crawler_ids: Collection[int],
+        limit: int,
+        window: Window = EVERYTHING,
+        after: Any = None,
+    ) -> Page:
+        """On the SAI index of `words` (cassandra_schema), newest day first; refused, naming
+        the server's version, where the server would not create that index: no ranking, and
+        never a scan of every item."""
+
+        def found(session: Session, st: Statements) -> Page:
+            self._check_words_index(session)
+            return cassandra_reads.search(
+                session, st, self._config.keyspace, words, crawler_ids, limit, window, after
+            )
+
+        return self._call(found)
+
+    def _check_words_index(self, session: Session) -> None:
+        if self._words_indexed:
+            return
+        if not cassandra_schema.has_words_index(session, self._config.keyspace):
+            release = session.execute(_RELEASE).one().release_version
+            raise SearchUnsupported(
+                f"cassandra {release}: keyspace {self._config.keyspace} has no index of items'"
+                " words (storage-attached indexes, Cassandra 5.0 or newer), and a scan of every"
+                " item is not offered; run `blackwidow db upgrade` on a server that has them"
+            )
+        self._words_indexed = True
 
     def stored_ids(self, crawler_id: int) -> Iterator[str]:
         """Every id row of the crawler, pending ones too, bucket by bucket on the driver's

@@ -17,6 +17,7 @@ from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statem
 from blackwidow.store import threads
 from blackwidow.store.cassandra_statements import Statements
 from blackwidow.store.id_write_memory import Bucket, IdRow
+from blackwidow.store.windows import words
 from sources.model import Item
 
 BUCKETS = 16  # items_by_id partitions per crawler
@@ -94,8 +95,14 @@ def crawler_rows(st: Statements, items: list[Item], ttl: int) -> Work:
     return batches(
         st.insert_item,
         by_day,
-        lambda key, item: (*key, *_key_values(item), item.conversation_id, ttl),
+        lambda key, item: (*key, *_key_values(item), item.conversation_id, item_words(item), ttl),
     )
+
+
+def item_words(item: Any) -> set[str]:
+    """What search finds an item by (an Item, or a row with its fields): the words of its
+    title, text and author, as blackwidow.store.windows.words cuts a query."""
+    return set(words(" ".join(filter(None, (item.title, item.text, item.author)))))
 
 
 def thread_rows(st: Statements, items: list[Item], ttl: int) -> Work:

@@ -11,6 +11,9 @@ once applied. There is one table per read path:
   retention so an expired item is not collected again. Since version 3 each row names the
   writer that confirmed it and is `pending` until its item's rows are written.
 - items_by_conversation: the items of one conversation, oldest first.
+- items_by_crawler.words (version 4): the words of each item, for search, matched by a
+  storage-attached index (SAI, Cassandra 5.0) on the set's values; a server without SAI keeps
+  the column and refuses searches (the index is asked for again at every upgrade).
 - bucket_totals: items stored per crawler as one absolute total per id bucket and writer
   process, in the id rows' partition so a total and the confirms it counts are one mutation;
   every write can be repeated safely (no counters). crawler_totals holds the totals written
@@ -19,12 +22,21 @@ once applied. There is one table per read path:
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from cassandra import InvalidRequest
 from cassandra.cluster import Session
+from cassandra.concurrent import execute_concurrent
+from cassandra.protocol import ConfigurationException, SyntaxException
+from cassandra.query import SimpleStatement
 
 from blackwidow.store.cassandra_config import CassandraConfig
+from blackwidow.store.cassandra_rows import item_words
+
+log = logging.getLogger(__name__)
 
 _ITEM_COLUMNS = """
     source text, url text, title text, text text, author text,
@@ -37,6 +49,8 @@ class SchemaVersion:
     number: int
     description: str
     statements: tuple[str, ...]
+    # run once, after the statements, when the version is applied: rows the version changes
+    backfill: Callable[[Session, str], None] | None = None
 
 
 VERSIONS: tuple[SchemaVersion, ...] = (
@@ -87,8 +101,21 @@ VERSIONS: tuple[SchemaVersion, ...] = (
             )""",
         ),
     ),
+    SchemaVersion(
+        4,
+        "items carry their words, for search",
+        ("ALTER TABLE {ks}.items_by_crawler ADD IF NOT EXISTS words set<text>",),
+        backfill=lambda session, ks: fill_words(session, ks),
+    ),
 )
 LATEST = VERSIONS[-1].number
+WORDS_INDEX = "items_by_crawler_words"
+_CREATE_WORDS_INDEX = (
+    "CREATE CUSTOM INDEX IF NOT EXISTS {index} ON {ks}.items_by_crawler (VALUES(words))"
+    " USING 'StorageAttachedIndex'"
+)
+BACKFILL_PAGE = 1000  # rows read at a time while the words of stored items are filled in
+BACKFILL_CONCURRENCY = 32  # updates in flight meanwhile
 
 
 def applied_version(session: Session, keyspace: str) -> int:
@@ -122,8 +149,64 @@ def upgrade(session: Session, config: CassandraConfig) -> list[int]:
             " VALUES (%s, %s, %s)",
             (version.number, version.description, datetime.now(UTC)),
         )
+        if version.backfill is not None:
+            version.backfill(session, ks)
         applied.append(version.number)
+    _ask_for_words_index(session, ks)
     return applied
+
+
+def _ask_for_words_index(session: Session, ks: str) -> None:
+    """Create the words' SAI index, or say why the server would not: searches are refused
+    then (CassandraStore.search), and everything else works."""
+    try:
+        session.execute(_CREATE_WORDS_INDEX.format(index=WORDS_INDEX, ks=ks), timeout=60)
+    except (InvalidRequest, ConfigurationException, SyntaxException) as refusal:
+        log.warning("search index refused keyspace=%s reason=%s", ks, refusal)
+
+
+def has_words_index(session: Session, ks: str) -> bool:
+    rows = session.execute(
+        "SELECT index_name FROM system_schema.indexes WHERE keyspace_name = %s"
+        " AND table_name = 'items_by_crawler'",
+        (ks,),
+    )
+    return WORDS_INDEX in {row.index_name for row in rows}
+
+
+def fill_words(session: Session, ks: str) -> None:
+    """Give every stored item its words, for the time its row has left (a longer-lived words
+    cell would keep an expired row listed): a read of the whole table, BACKFILL_PAGE rows at
+    a time, once, when version 4 is applied."""
+    read = SimpleStatement(
+        "SELECT crawler_id, day, fetched_at, item_id, title, text, author,"
+        f" TTL(source) AS remaining FROM {ks}.items_by_crawler",
+        fetch_size=BACKFILL_PAGE,
+    )
+    update = session.prepare(
+        f"UPDATE {ks}.items_by_crawler USING TTL ? SET words = ?"
+        " WHERE crawler_id = ? AND day = ? AND fetched_at = ? AND item_id = ?"
+    )
+    rows = session.execute(read)
+    while True:
+        work = [
+            (
+                update,
+                (
+                    row.remaining or 0,
+                    item_words(row),
+                    row.crawler_id,
+                    row.day,
+                    row.fetched_at,
+                    row.item_id,
+                ),
+            )
+            for row in rows.current_rows
+        ]
+        execute_concurrent(session, work, concurrency=BACKFILL_CONCURRENCY)
+        if not rows.has_more_pages:
+            return
+        rows.fetch_next_page()
 
 
 def _ensure_keyspace(session: Session, config: CassandraConfig) -> None:

@@ -48,7 +48,7 @@ class Statements:
 def _texts(ks: str) -> dict[str, str]:
     return {
         "insert_item": f"INSERT INTO {ks}.items_by_crawler (crawler_id, day, fetched_at,"
-        f" item_id, {ITEM}, conversation_id) VALUES (?, ?, ?, ?, {_ITEM_MARKS}, ?)"
+        f" item_id, {ITEM}, conversation_id, words) VALUES (?, ?, ?, ?, {_ITEM_MARKS}, ?, ?)"
         " USING TTL ?",
         "insert_day": f"INSERT INTO {ks}.crawler_days (crawler_id, day) VALUES (?, ?) USING TTL ?",
         "insert_pending_id": f"INSERT INTO {ks}.items_by_id (crawler_id, bucket, item_id,"

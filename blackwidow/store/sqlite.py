@@ -52,6 +52,22 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     ("ALTER TABLE items ADD COLUMN html TEXT",),
     ("ALTER TABLE items ADD COLUMN id_expires_at TEXT",),
+    (  # the words of each item, kept by triggers in the insert's own transaction; backfilled
+        "CREATE VIRTUAL TABLE items_words USING fts5(title, text, author,"
+        " content='items', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2')",
+        "CREATE TRIGGER items_words_added AFTER INSERT ON items BEGIN"
+        " INSERT INTO items_words (rowid, title, text, author)"
+        " VALUES (new.rowid, new.title, new.text, new.author); END",
+        "CREATE TRIGGER items_words_removed AFTER DELETE ON items BEGIN"
+        " INSERT INTO items_words (items_words, rowid, title, text, author)"
+        " VALUES ('delete', old.rowid, old.title, old.text, old.author); END",
+        "CREATE TRIGGER items_words_changed AFTER UPDATE OF title, text, author ON items BEGIN"
+        " INSERT INTO items_words (items_words, rowid, title, text, author)"
+        " VALUES ('delete', old.rowid, old.title, old.text, old.author);"
+        " INSERT INTO items_words (rowid, title, text, author)"
+        " VALUES (new.rowid, new.title, new.text, new.author); END",
+        "INSERT INTO items_words (items_words) VALUES ('rebuild')",
+    ),
 )
 
 _COLUMNS = (
@@ -80,6 +96,13 @@ _SELECT_CONVERSATION = (
     f"SELECT {_COLUMNS} FROM items WHERE conversation_id = ? AND crawler_id IN (SELECT value"
     f" FROM json_each(?)) AND {_LIVE}"
 )
+_SEARCH = (  # bm25: lower is more relevant; a word in the title counts twice
+    f"SELECT {', '.join('items.' + c.strip() for c in _COLUMNS.split(','))},"
+    " bm25(items_words, 2.0, 1.0, 1.0) AS score, items.rowid FROM items_words"
+    " JOIN items ON items.rowid = items_words.rowid WHERE items_words MATCH ?"
+    f" AND items.crawler_id IN (SELECT value FROM json_each(?)) AND {_LIVE}"
+)
+_RANKED = " ORDER BY score, items.rowid LIMIT ?"
 _THREAD_KEY = "(coalesce(published_at, fetched_at), crawler_id, item_id)"
 _OLDEST_FIRST = " ORDER BY coalesce(published_at, fetched_at), crawler_id, item_id LIMIT ?"
 
@@ -202,6 +225,34 @@ class SqliteStore:
         except sqlite3.OperationalError as error:  # a lock held past the busy timeout
             raise StoreUnavailable(f"sqlite: {error}") from error
         return [_from_row(row) for row in rows]
+
+    def search(
+        self,
+        words: Sequence[str],
+        crawler_ids: Collection[int],
+        limit: int,
+        window: Window = EVERYTHING,
+        after: Any = None,
+    ) -> Page:
+        """Most relevant first (FTS5's bm25), then oldest stored: a keyset page on (score,
+        rowid). Scores are computed as each page is read, so items stored between pages may
+        move one across a page boundary."""
+        match = " ".join(f'"{word}"' for word in words)  # quoted: every word, no operators
+        ids = "[" + ",".join(str(int(c)) for c in crawler_ids) + "]"
+        clauses, parameters = _window_clauses(window)
+        query = _SEARCH + "".join(f" AND {c}" for c in clauses)
+        if after is not None:
+            query += " AND (score, items.rowid) > (?, ?)"
+            parameters += checked(after, ((float, int), int))
+        try:
+            with self._lock:
+                rows = self._db.execute(
+                    query + _RANKED, (match, ids, _now_text(), *parameters, limit + 1)
+                ).fetchall()
+        except sqlite3.OperationalError as error:
+            raise StoreUnavailable(f"sqlite: {error}") from error
+        found = [_from_row(row[:-2]) for row in rows[:limit]]
+        return Page(found, list(rows[limit - 1][-2:]) if len(rows) > limit else None)
 
     def stored_ids(self, crawler_id: int) -> Iterator[str]:
         """Keyset pages of STREAM_BATCH ids on the primary key, the lock held per page."""

@@ -1,5 +1,6 @@
-"""What a page or stream read asks of a store: a time window on one of an item's instants,
-and the page it gets back. Values only; each store turns them into its own query.
+"""What a page, stream or search read asks of a store: a time window on one of an item's
+instants, the words a search looks for, and the page it gets back. Values only; each store
+turns them into its own query.
 
 A page's position is where the next page starts, opaque to callers and JSON-serialisable:
 the hub signs it into a cursor (blackwidow.api.paging) and hands it back on the next request.
@@ -7,6 +8,8 @@ the hub signs it into a cursor (blackwidow.api.paging) and hands it back on the 
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,6 +19,7 @@ from sources.model import Item
 
 TimeField = Literal["fetched_at", "published_at"]
 TIME_FIELDS: tuple[TimeField, ...] = ("fetched_at", "published_at")
+_WORD = re.compile(r"[^\W_]+")  # a run of letters and digits, as the stores' tokenizers cut
 STREAM_BATCH = 1000  # rows a stream reads at a time: its memory, whatever the item count
 
 
@@ -50,6 +54,17 @@ class Page:
 
     items: list[Item]
     next: Any = None
+
+
+def words(text: str) -> tuple[str, ...]:
+    """The distinct words of a text, lowercase and without diacritics (é is e), in the order
+    given: what a search asks every item found to hold, and what the stores index. Anything
+    but letters and digits separates words and is not searched (no operators, no phrases)."""
+    return tuple(dict.fromkeys(_plain(word.lower()) for word in _WORD.findall(text)))
+
+
+def _plain(word: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
 
 
 def checked(position: Any, shape: tuple[type | tuple[type, ...], ...]) -> list[Any]:

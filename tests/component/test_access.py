@@ -48,7 +48,9 @@ class Via(Enum):
 @dataclass(frozen=True)
 class Rule:
     access: Access
-    body: dict[str, Any] | bytes | None = None  # valid input, so a refusal is about the caller
+    body: dict[str, Any] | bytes | None = (
+        None  # valid input (a GET's query), so a refusal is about the caller
+    )
     via: Via = Via.TOKEN
 
 
@@ -78,6 +80,7 @@ ACCESS: dict[tuple[str, str], Rule] = {
     ("POST", "/api/v1/crawlers"): Rule(Access.CALLER, rss("bob-second")),
     ("POST", "/api/v1/crawlers/batch"): Rule(Access.CALLER, {"crawlers": [rss("bob-batch")]}),
     ("GET", "/api/v1/conversations/<path:conversation_id>"): Rule(Access.CALLER),
+    ("GET", "/api/v1/items"): Rule(Access.CALLER, {"q": "item"}),
     ("POST", "/api/v1/crawlers/import"): Rule(
         Access.CALLER,
         b"<opml><body><outline text='bob-import' xmlUrl='https://blog.example/bob'/></body></opml>",
@@ -119,6 +122,7 @@ ACCESS: dict[tuple[str, str], Rule] = {
     ("GET", "/"): Rule(Access.CALLER, via=Via.SESSION),
     ("GET", "/crawlers"): Rule(Access.CALLER, via=Via.SESSION),
     ("GET", "/users"): Rule(Access.CALLER, via=Via.SESSION),
+    ("GET", "/search"): Rule(Access.CALLER, via=Via.SESSION),
     ("GET", "/crawlers/<int:crawler_id>"): Rule(Access.OWNER, via=Via.SESSION),
     ("POST", "/crawlers/<int:crawler_id>/edit"): Rule(
         Access.OWNER, {"enabled": "false", "item_limit": "1"}, via=Via.SESSION
@@ -260,6 +264,8 @@ def snapshot(app: Flask, world: World) -> dict[str, Any]:
 
 def call(client: FlaskClient, route: tuple[str, str], path: str, headers: dict[str, str]) -> Any:
     body = ACCESS[route].body
+    if route[0] == "GET":  # a read's input is its query
+        return client.open(path, method="GET", query_string=body, headers=headers)
     if isinstance(body, bytes):  # a document, not JSON: an OPML import
         return client.open(
             path, method=route[0], data=body, content_type="text/x-opml", headers=headers

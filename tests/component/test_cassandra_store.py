@@ -10,10 +10,17 @@ from typing import Any
 
 import pytest
 
-from blackwidow.store import StoreUnavailable, cassandra_schema, open_store, upgrade_store
+from blackwidow.store import (
+    SearchUnsupported,
+    StoreUnavailable,
+    cassandra_schema,
+    open_store,
+    upgrade_store,
+)
 from blackwidow.store.cassandra import make_cluster
 from blackwidow.store.cassandra_config import parse
 from sources.model import Item
+from tests.support import wait_until
 
 pytestmark = pytest.mark.services("cassandra_service")
 
@@ -47,7 +54,7 @@ def test_a_keyspace_without_the_schema_asks_for_db_upgrade(cassandra_service: An
     url = f"cassandra://{cassandra_service.contact_points}/never_upgraded?consistency=ONE"
     store = open_store(url)
     try:
-        with pytest.raises(StoreUnavailable, match=r"schema version 0 of 3.*blackwidow db upgrade"):
+        with pytest.raises(StoreUnavailable, match=r"schema version 0 of 4.*blackwidow db upgrade"):
             store.count(1)
     finally:
         store.close()
@@ -58,7 +65,7 @@ def test_upgrade_is_versioned_idempotent_and_follows_the_replication_setting(
 ) -> None:
     keyspace = f"upgrade_{uuid.uuid4().hex[:10]}"
     url = f"cassandra://{cassandra_service.contact_points}/{keyspace}"
-    assert upgrade_store(url) == f"cassandra keyspace {keyspace} applied versions [1, 2, 3]"
+    assert upgrade_store(url) == f"cassandra keyspace {keyspace} applied versions [1, 2, 3, 4]"
     assert upgrade_store(url) == f"cassandra keyspace {keyspace} already current"
     assert upgrade_store(url + "?replication=datacenter1:1").endswith("already current")
 
@@ -66,7 +73,7 @@ def test_upgrade_is_versioned_idempotent_and_follows_the_replication_setting(
     try:
         session = cluster.connect()
         versions = session.execute(f"SELECT version, description FROM {keyspace}.schema_versions")
-        assert sorted(row.version for row in versions) == [1, 2, 3]
+        assert sorted(row.version for row in versions) == [1, 2, 3, 4]
         replication = session.execute(
             "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (keyspace,)
         ).one()
@@ -106,7 +113,7 @@ def test_a_keyspace_of_version_1_keeps_its_items_and_gains_html(
         session.execute(
             "INSERT INTO crawler_totals (crawler_id, writer, stored) VALUES (7, uuid(), 1)"
         )
-        assert upgrade_store(url).endswith("applied versions [2, 3]")
+        assert upgrade_store(url).endswith("applied versions [2, 3, 4]")
         session.execute("DELETE FROM schema_versions WHERE version = 2")
         assert upgrade_store(url).endswith("applied versions [2]")
 
@@ -127,6 +134,22 @@ def test_a_keyspace_of_version_1_keeps_its_items_and_gains_html(
         store.add([new])
         assert store.items(7, 10) == [new, old_item]
         assert store.count(7) == 2  # the total written before version 3 still counts
+        assert [i.id for i in store.search(("plain",), [7], 10).items] == ["old"]  # given words
+
+        session.execute(f"DROP INDEX {keyspace}.{cassandra_schema.WORDS_INDEX}", timeout=60)
+        refusing = open_store(url)
+        try:
+            with pytest.raises(
+                SearchUnsupported, match=r"cassandra 5\.0\.\d+: keyspace .* no index"
+            ):
+                refusing.search(("plain",), [7], 10)
+            assert upgrade_store(url).endswith("already current")  # asks for the index again
+            wait_until(
+                lambda: [i.id for i in refusing.search(("plain",), [7], 10).items] == ["old"],
+                what="the index made again and built",
+            )
+        finally:
+            refusing.close()
     finally:
         store.close()
         session.execute(f"DROP KEYSPACE {keyspace}", timeout=60)

@@ -161,6 +161,14 @@ def test_a_newcomer_logs_in_imports_opml_follows_items_and_exports_csv(
     earlier = analyst.lines("items", str(static["id"]), "--limit", "100", "--until", cut)
     assert all(i["fetched_at"] >= cut for i in later) and later
     assert sorted(i["id"] for i in later + earlier) == sorted(i["id"] for i in every)
+    title = every[0]["title"]
+    found = analyst.lines("search", title.upper(), "--crawler", str(static["id"]))
+    assert every[0]["id"] in {i["id"] for i in found}
+    assert {i["crawler_id"] for i in found} == {static["id"]}
+    assert all(set(title.lower().split()) <= set(i["title"].lower().split()) for i in found)
+    assert analyst.lines("search", f"{title} unheardofword") == []
+    nothing = analyst.run("search", "...")
+    assert nothing.returncode == 1 and "q: needs a word" in nothing.stderr
 
     growing = analyst.lines(
         "crawlers", "add", "--name", "growing", "--feed", hub.feed("tail", items=3, every=0.5)

@@ -155,6 +155,16 @@ def test_the_dashboard_shows_and_steers_the_cluster(
     expect(user.locator("#nodes")).to_have_count(0)  # the node list is the admin's
     shot(user, "cluster-user")
 
+    # search: bob finds his own items by a word every feed's titles hold, never ana's
+    wait_until(lambda: c.items(bob, secret["id"]), what="bob's items")
+    user.click("nav >> text=Search")
+    user.fill('input[name="q"]', "STORY")
+    user.click('form[role="search"] button[type="submit"]')
+    expect(user.locator("#found tbody tr").first).to_contain_text("Bob-Private story")
+    found = user.locator("#found").inner_text()
+    assert "Science" not in found and "Tech" not in found
+    shot(user, "search-user")
+
     create_export_and_delete(user, c, bob)
 
     # a phone's width: the header wraps, and Sign out is whole and on screen

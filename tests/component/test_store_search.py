@@ -1,0 +1,175 @@
+"""Searching items' words in every store: SQLite's full-text index and Cassandra's SAI index,
+each built for the items stored before it."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from blackwidow.store import Store, open_store
+from blackwidow.store.cassandra import make_cluster
+from blackwidow.store.cassandra_config import parse
+from blackwidow.store.cassandra_schema import fill_words
+from blackwidow.store.sqlite import MIGRATIONS
+from blackwidow.store.windows import Window, words
+from sources.model import Item
+from tests.component.test_sqlite_store import old_file
+from tests.support import wait_until
+
+T0 = datetime(2024, 5, 1, 12, tzinfo=UTC)
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("cassandra", id="cassandra", marks=pytest.mark.services("cassandra_service")),
+]
+
+
+def item(item_id: str, crawler_id: int, title: str, text: str = "", hours: int = 0) -> Item:
+    return Item(
+        item_id,
+        "rss",
+        None,
+        title,
+        text,
+        "Ann Author",
+        None,
+        T0 + timedelta(hours=hours),
+        crawler_id=crawler_id,
+    )
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'items.db'}"
+    else:
+        url = request.getfixturevalue("cassandra_store_url")
+    opened = open_store(url)
+    yield opened
+    opened.close()
+
+
+def found(store: Store, query: str, crawler_ids: list[int], **window: Any) -> list[str]:
+    return [i.id for i in store.search(words(query), crawler_ids, 100, Window(**window)).items]
+
+
+def test_an_item_is_found_by_every_word_it_holds_in_any_case_and_field(
+    store: Store, crawler_ids: tuple[int, int, int]
+) -> None:
+    one, two, _ = crawler_ids
+    store.add(
+        [
+            item("fox", one, "The Quick Fox", "jumps over the dog, naïvely"),
+            item("dog", one, "A lazy dog", "sleeps"),
+            item("other", two, "The quick fox", "of another crawler"),
+        ]
+    )
+    assert found(store, "QUICK fox", [one]) == ["fox"]
+    assert found(store, "fox, jumps!", [one]) == ["fox"]
+    assert found(store, "NAIVELY", [one]) == ["fox"]
+    assert sorted(found(store, "dog", [one])) == ["dog", "fox"]
+    assert sorted(found(store, "author", [one])) == ["dog", "fox"]
+    assert found(store, "fox sleeps", [one]) == []
+    assert sorted(found(store, "fox", [one, two])) == ["fox", "other"]
+    assert found(store, "fox", []) == []
+
+
+def test_a_search_keeps_to_the_window(store: Store, crawler_ids: tuple[int, int, int]) -> None:
+    one = crawler_ids[0]
+    store.add([item(str(hour), one, "news", hours=hour * 10) for hour in range(5)])  # 2 days
+    since, until = T0 + timedelta(hours=10), T0 + timedelta(hours=30)
+    assert sorted(found(store, "news", [one], since=since, until=until)) == ["1", "2"]
+
+
+def test_pages_follow_one_another_to_the_last_without_repeating(
+    store: Store, crawler_ids: tuple[int, int, int]
+) -> None:
+    one, two, _ = crawler_ids
+    store.add(
+        [item(f"{n:02}", (one, two)[n % 2], f"news {'big ' * (n % 3)}", hours=n) for n in range(25)]
+    )
+    seen, after = [], None
+    while True:
+        page = store.search(("big",), [one, two], 4, after=after)
+        assert len(page.items) <= 4
+        seen += [i.id for i in page.items]
+        if page.next is None:
+            break
+        after = page.next
+    expected = [f"{n:02}" for n in range(25) if n % 3]
+    assert sorted(seen) == expected and len(seen) == len(expected)
+    assert found(store, "big", [one, two])[: len(seen)] == seen
+
+
+def test_sqlite_ranks_a_word_in_the_title_first(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'items.db'}")
+    try:
+        store.add([item("text", 1, "a cat", "a dog"), item("title", 1, "a dog", "a cat")])
+        assert found(store, "dog", [1]) == ["title", "text"]
+    finally:
+        store.close()
+
+
+@pytest.mark.services("cassandra_service")
+def test_cassandra_lists_what_it_finds_newest_day_first_then_by_crawler(
+    cassandra_store_url: str, crawler_ids: tuple[int, int, int]
+) -> None:
+    one, two, _ = crawler_ids
+    store = open_store(cassandra_store_url)
+    try:
+        store.add([item(f"{c}-{h}", c, "news", hours=h) for c in (two, one) for h in (0, 1, 30)])
+        expected = [f"{one}-30", f"{two}-30", f"{one}-1", f"{one}-0", f"{two}-1", f"{two}-0"]
+        assert found(store, "news", [one, two]) == expected
+    finally:
+        store.close()
+
+
+def test_an_older_sqlite_file_gets_its_items_indexed_when_opened(tmp_path: Path) -> None:
+    path = tmp_path / "items.db"
+    old_file(path, version=len(MIGRATIONS) - 1)  # one item whose text is "plain"
+    store = open_store(f"sqlite:///{path}")
+    try:
+        assert [i.id for i in store.search(("plain",), [1], 10).items] == ["old"]
+        store.add([item("new", 1, "plain too")])
+        assert sorted(i.id for i in store.search(("plain",), [1], 10).items) == ["new", "old"]
+    finally:
+        store.close()
+    with sqlite3.connect(path) as db:  # raises when the index and the items disagree
+        db.execute("INSERT INTO items_words (items_words) VALUES ('integrity-check')")
+    db.close()
+
+
+@pytest.mark.services("cassandra_service")
+def test_cassandra_items_stored_before_their_words_get_them_for_the_time_they_have_left(
+    cassandra_store_url: str, crawler_ids: tuple[int, int, int]
+) -> None:
+    one = crawler_ids[0]
+    config = parse(cassandra_store_url.removeprefix("cassandra://"))
+    store = open_store(cassandra_store_url)
+    cluster = make_cluster(config)
+    try:
+        store.add([item("kept", one, "plain")])
+        store.add([item("expiring", one, "plain", hours=1)], ttl=4)
+        session = cluster.connect(config.keyspace)
+        for moment, item_id in [(T0, "kept"), (T0 + timedelta(hours=1), "expiring")]:
+            session.execute(  # as schema version 3 left them
+                "DELETE words FROM items_by_crawler WHERE crawler_id = %s AND day = %s"
+                " AND fetched_at = %s AND item_id = %s",
+                (one, T0.date(), moment, item_id),
+            )
+        assert found(store, "plain", [one]) == []
+        fill_words(session, config.keyspace)
+        assert sorted(found(store, "plain", [one])) == ["expiring", "kept"]
+        rows = "SELECT item_id FROM items_by_crawler WHERE crawler_id = %s AND day = %s"
+        wait_until(  # its words went with it: no row of words alone is left
+            lambda: [row.item_id for row in session.execute(rows, (one, T0.date()))] == ["kept"],
+            timeout=15,
+            what="the expiring item gone, words and all",
+        )
+    finally:
+        cluster.shutdown()
+        store.close()
