@@ -28,9 +28,13 @@ def connected(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def with_hub(*args: Any, hub_url: str | None, token: str | None, **kwargs: Any) -> Any:
         hub = HubClient(resolve(hub_url, token))
-        named = {key: value for key, value in kwargs.items() if isinstance(value, CrawlerName)}
-        for key, name in named.items():
-            kwargs[key] = _crawler_id(hub, name, key)
+        for key, value in kwargs.items():
+            if isinstance(value, CrawlerName):
+                kwargs[key] = _crawler_id(hub, value, key)
+            elif isinstance(value, tuple):  # a repeated option
+                kwargs[key] = tuple(
+                    _crawler_id(hub, v, key) if isinstance(v, CrawlerName) else v for v in value
+                )
         return command(*args, hub=hub, **kwargs)
 
     return with_hub

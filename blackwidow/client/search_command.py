@@ -10,7 +10,7 @@ import click
 from blackwidow.client import output
 from blackwidow.client.hub_client import HubClient
 from blackwidow.client.item_commands import COLUMNS, PAGE
-from blackwidow.client.options import connected, window, window_params
+from blackwidow.client.options import CRAWLER, connected, window, window_params
 
 
 @click.command()
@@ -18,9 +18,10 @@ from blackwidow.client.options import connected, window, window_params
 @click.option(
     "--crawler",
     "crawler_ids",
-    type=click.IntRange(min=1),
+    type=CRAWLER,
+    metavar="CRAWLER",
     multiple=True,
-    help="Only this crawler's items; repeat for several (default: all of yours).",
+    help="Only this crawler's items (its id or name); repeat for several (default: all yours).",
 )
 @click.option(
     "--limit",

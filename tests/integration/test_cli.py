@@ -162,7 +162,7 @@ def test_a_newcomer_logs_in_imports_opml_follows_items_and_exports_csv(
     assert all(i["fetched_at"] >= cut for i in later) and later
     assert sorted(i["id"] for i in later + earlier) == sorted(i["id"] for i in every)
     title = every[0]["title"]
-    found = analyst.lines("search", title.upper(), "--crawler", str(static["id"]))
+    found = analyst.lines("search", title.upper(), "--crawler", "Mine")  # by name
     assert every[0]["id"] in {i["id"] for i in found}
     assert {i["crawler_id"] for i in found} == {static["id"]}
     assert all(set(title.lower().split()) <= set(i["title"].lower().split()) for i in found)
