@@ -25,7 +25,7 @@ def test_every_entry_feedparser_reads_becomes_an_item(name: str, content_type: s
     body = (REAL / name).read_bytes()
     alone = feedparser_alone(name)
 
-    items, _ = parse_feed(
+    items, _, _ = parse_feed(
         body, f"https://feeds.example/{name}", FETCHED_AT, {"Content-Type": content_type}
     )
 
@@ -38,7 +38,7 @@ def test_most_of_the_corpus_has_entries_and_some_html() -> None:
     """A guard against a corpus (or a parser) that silently reads nothing."""
     with_entries = html = 0
     for name, content_type in MANIFEST.items():
-        items, _ = parse_feed(
+        items, _, _ = parse_feed(
             (REAL / name).read_bytes(),
             "https://f.example/",
             FETCHED_AT,
