@@ -2,7 +2,9 @@
 
 Grants enter the ledger (and SQL) before they are pushed, and shrinks only once a node has
 confirmed them, so the ledger never says less than a node may store. A lost node may store
-until its leases lapse (quota.lost_lease_until): its crawlers run nowhere else before.
+until its leases lapse (quota.lost_lease_until): its bounded crawlers (an item limit, or a
+user's budget) run nowhere else before. Unbounded ones move at once: a second node's copies of
+their items are the same items.
 """
 
 from __future__ import annotations
@@ -21,6 +23,12 @@ from blackwidow.monitor.quota import (
 from blackwidow.monitor.tracked import Tracked
 
 MIN_GRANT = 10
+
+
+def bounded(crawler: Tracked, limited_users: Collection[int]) -> bool:
+    """A crawler with a ceiling a second node storing at once could pass: its own item limit,
+    or its user's budget (`limited_users`: the users with one)."""
+    return crawler.item_limit is not None or crawler.user_id in limited_users
 
 
 def exhausted_users(
@@ -60,11 +68,11 @@ def plan(
 def hold_unanswered(
     crawler: Tracked, budgets: Mapping[int, ShardBudget], lease_after: float, now: float
 ) -> None:
-    """A push or removal of a budgeted crawler got no answer: its node may have taken the
+    """A push or removal of a bounded crawler got no answer: its node may have taken the
     lease sent, or still store under the one it had, so the lease stays counted and the
     crawler runs nowhere else until that lease would have lapsed, as a lost node's (or until
     a node reports it, which tells where it runs)."""
-    if crawler.user_id not in budgets or not lease_after:
+    if not bounded(crawler, budgets) or not lease_after:
         return
     until = lost_lease_until(now, lease_after)
     crawler.lost_until = max(crawler.lost_until or until, until)
@@ -83,32 +91,32 @@ def release(crawler: Tracked) -> None:
 
 def held_by_lost_node(crawler: Tracked, budgets: Mapping[int, ShardBudget], now: float) -> bool:
     """A lost node may still store under this crawler's lease, so it runs nowhere else yet
-    (a budgeted user's crawlers are looked at every pass: it is placed once that ends)."""
+    (the reconciler looks at it again every pass: it is placed once that ends)."""
     until = crawler.lost_until
-    return until is not None and now < until and crawler.user_id in budgets
+    return until is not None and now < until and bounded(crawler, budgets)
 
 
 def hold_unseen(memory: ShardMemory, now: float) -> None:
-    """A new leader cannot know on which nodes its predecessor renewed leases: a budgeted
+    """A new leader cannot know on which nodes its predecessor renewed leases: a bounded
     crawler that no node reported at the first poll waits out a lost node's leases (memory's
     lock held)."""
     if not memory.lease_after:
         return
     until = lost_lease_until(now, memory.lease_after)
     for crawler in memory.crawlers.values():
-        if crawler.user_id in memory.limits and not memory.view.places(crawler.id):
+        if bounded(crawler, memory.limits) and not memory.view.places(crawler.id):
             crawler.lost_until = until
 
 
 def lose_node(memory: ShardMemory, node_id: int, leading_since: float) -> set[int]:
-    """Forget a node (memory's lock held); the crawlers it ran. Those of users with a budget
-    keep their leases, and run nowhere else, until the node cannot store under them: counted
-    from its last answer, or from when this leader began if it never answered this one."""
+    """Forget a node (memory's lock held); the crawlers it ran. Bounded ones keep their
+    leases, and run nowhere else, until the node cannot store under them: counted from its
+    last answer, or from when this leader began if it never answered this one."""
     last = memory.view.answered_at(node_id)
     dropped = memory.view.forget(node_id)
     until = lost_lease_until(leading_since if last is None else last, memory.lease_after)
     for crawler_id in dropped:
         crawler = memory.crawlers.get(crawler_id)
-        if crawler is not None and crawler.user_id in memory.limits:
+        if crawler is not None and bounded(crawler, memory.limits):
             crawler.lost_until = max(crawler.lost_until or until, until)
     return dropped

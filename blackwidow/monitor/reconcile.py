@@ -73,6 +73,9 @@ class Reconciler:
         # runnable, but no node took it (none live, or none with room): never dropped, it is
         # routed again at every pass that has a node able to take it
         self._waiting: set[int] = set()
+        # bounded crawlers waiting out a lost node's leases (leases.held_by_lost_node): looked
+        # at again every pass, and placed once the lost node can no longer store
+        self._held: set[int] = set()
         self._intake = Intake(memory, shard)
         self._budget: dict[int, ShardBudget] = {}  # this pass: user id -> its budget here
         self._first_take = True
@@ -156,6 +159,8 @@ class Reconciler:
             # crawler of a user with a budget (only those users cost more than their changes)
             for user_id in budgets:
                 dirty.update(self._intake.by_user.get(user_id, ()))
+            dirty |= self._held
+            self._held = set()
             self._route(memory.live, dirty)
             lease_of, grants = self._lease(dirty)
             self._build_specs(dirty, lease_of)
@@ -181,10 +186,13 @@ class Reconciler:
         now = self._clock()
         for crawler_id in dirty:
             crawler = crawlers.get(crawler_id)
+            held = crawler is not None and leases.held_by_lost_node(crawler, self._budget, now)
+            if held:
+                self._held.add(crawler_id)
             wanted = (
                 crawler is not None
                 and runnable(facts(crawler, crawler.user_id in exhausted, False, self._now_at))
-                and not leases.held_by_lost_node(crawler, self._budget, now)
+                and not held
             )
             if not wanted:
                 self._placement.pop(crawler_id)

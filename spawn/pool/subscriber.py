@@ -2,8 +2,9 @@
 
 It filters by its own keywords and stores at most up to its ceiling — the lower of the
 crawler's item limit and the user-budget lease — so limits hold exactly, item by item. A
-lease counts only while the hub's polls renew it (spawn.pool.renewals): a node cut off from the
-hub holds its items instead of storing under a budget the hub may have handed elsewhere.
+ceiling counts only while the hub's polls renew it (spawn.pool.renewals): a node cut off from
+the hub holds its items instead of storing under a limit or budget the hub may have handed to
+another node with the crawler.
 
 With time segments (sources.segments), each item it takes is the version of the segment it is
 taken in; with a seen-set (spawn.pool.seen_set), the ids it knows are new skip the store's read.
@@ -214,7 +215,10 @@ class Subscriber:
         return True
 
     def _lease_lapsed(self) -> bool:
-        return self.spec.lease is not None and not self._lease_in_force()
+        """A bounded crawler stores only while the hub renews the node's leases: the hub runs
+        it elsewhere once they would have lapsed. An unbounded one stores on: ids make a second
+        node's copies of its items the same items."""
+        return self.spec.ceiling is not None and not self._lease_in_force()
 
     def _room(self) -> int | None:
         ceiling = self.spec.ceiling

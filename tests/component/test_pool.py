@@ -185,21 +185,28 @@ def test_a_lease_holds_items_and_a_bigger_lease_stores_them_without_a_refetch(
 def test_a_lease_the_hub_does_not_renew_stores_nothing_and_held_items_wait_for_a_renewal(
     sources: OpenedSources, store: SqliteStore, feeds: FeedServer
 ) -> None:
+    """A crawler with an item limit but no budget is held as a leased one is: the hub runs a
+    lost node's bounded crawlers elsewhere once its leases would have lapsed, and two nodes
+    storing one would each stop at the limit from their own count."""
     clock = FakeClock(100.0)
     renewals = Renewals(clock)
     pool = DataSourcePool(sources, store, renewals=renewals)
     try:
         url = feed(feeds, "news", items=20)
         pool.put(spec(1, [url], lease=5), now=0.0)
-        pool.put(spec(2, [url]), now=0.0)  # no user budget, no lease: nothing to renew
+        pool.put(spec(2, [url]), now=0.0)  # unbounded: nothing to renew
+        pool.put(spec(3, [url], item_limit=12), now=0.0)
         wait_until(lambda: status(pool, 1)["held"] == 20, what="the leased items held")
-        wait_until(lambda: store.count(2) == 20, what="the unleased crawler's items stored")
-        assert store.count(1) == 0 and status(pool, 1)["state"] == "waiting"
+        wait_until(lambda: status(pool, 3)["held"] == 20, what="the limited items held")
+        wait_until(lambda: store.count(2) == 20, what="the unbounded crawler's items stored")
+        assert store.count(1) == store.count(3) == 0
+        assert status(pool, 1)["state"] == status(pool, 3)["state"] == "waiting"
 
         feeds.stop()  # what is stored next was held: a renewal alone stores it
         renewals.renew(Shard(), renewals.token(), 5.0)
         pool.retry_writes()
         assert store.count(1) == 5 and status(pool, 1)["held"] == 15
+        assert store.count(3) == 12 and status(pool, 3)["state"] == "limit_reached"
 
         clock.now += 5.0  # lapsed: a bigger lease is not stored under until renewed
         pool.put(spec(1, [url], lease=8), now=1.0)
