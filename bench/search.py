@@ -174,7 +174,7 @@ def sqlite(count: int, keep: Path | None) -> None:
 def cassandra(contact: str, count: int) -> None:
     with local_cassandra(contact) as answering:
         keyspace = f"bench_{uuid.uuid4().hex[:8]}"
-        url = f"cassandra://{answering}/{keyspace}?consistency=ONE"
+        url = f"cassandra://{answering}/{keyspace}?consistency=ONE&search=on"
         upgrade_store(url)
         store = open_store(url)
         try:

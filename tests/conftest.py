@@ -36,7 +36,7 @@ def cassandra_store_url(cassandra_service: Any) -> Iterator[str]:
     crawler ids of their own (see `crawler_ids`).
     """
     keyspace = f"bw_test_{uuid.uuid4().hex[:12]}"
-    url = f"cassandra://{cassandra_service.contact_points}/{keyspace}?consistency=ONE"
+    url = f"cassandra://{cassandra_service.contact_points}/{keyspace}?consistency=ONE&search=on"
     upgrade_store(url)
     yield url
     cluster = make_cluster(cassandra_config.parse(url.removeprefix("cassandra://")))

@@ -143,7 +143,9 @@ class CassandraStore:
                 try:
                     session = cluster.connect()
                     self._check_schema(session)
-                    self._statements = Statements.prepare(session, self._config.keyspace)
+                    self._statements = Statements.prepare(
+                        session, self._config.keyspace, self._config.search
+                    )
                 except BaseException:
                     cluster.shutdown()
                     raise
@@ -378,6 +380,12 @@ class CassandraStore:
     def _check_words_index(self, session: Session) -> None:
         if self._words_indexed:
             return
+        if not self._config.search:
+            raise SearchUnsupported(
+                "search is off for this store: add search=on to BLACKWIDOW_STORE on the hub"
+                " and the nodes, restart the nodes, then run `blackwidow db upgrade`, which"
+                " indexes the items stored so far"
+            )
         if not cassandra_schema.has_words_index(session, self._config.keyspace):
             release = session.execute(_RELEASE).one().release_version
             raise SearchUnsupported(

@@ -4,7 +4,9 @@ Options: `consistency` (a CQL consistency level; LOCAL_QUORUM by default, ONE su
 dev node), `replication` (`3` for SimpleStrategy with that factor, or `dc1:3,dc2:2` for
 NetworkTopologyStrategy; 1 by default), `connect_timeout` (seconds to open a connection) and
 `request_timeout` (seconds a statement waits for its answer before the caller is told the store
-did not answer; the write may have run, and is retried whole).
+did not answer; the write may have run, and is retried whole), and `search` (`on` to write
+items with their words and let `blackwidow db upgrade` index them, for `GET /api/v1/items?q=`;
+`off` by default: the index costs most of the write rate, bench/README.md#search).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class CassandraConfig:
     replication: tuple[tuple[str, int], ...] = (("replication_factor", 1),)
     connect_timeout: float = 5.0
     request_timeout: float = 5.0  # short: an outage fails fast and the caller retries
+    search: bool = False  # items carry their words and the keyspace indexes them
 
     @property
     def strategy(self) -> str:
@@ -79,6 +82,12 @@ def _hosts(text: str) -> tuple[tuple[str, ...], int]:
     return tuple(hosts), ports.pop() if ports else DEFAULT_PORT
 
 
+def _switch(name: str, text: str) -> bool:
+    if text not in ("on", "off"):
+        raise ValueError(f"{name} {text!r}: use on or off")
+    return text == "on"
+
+
 def _consistency(name: str) -> int:
     level = ConsistencyLevel.name_to_value.get(name.upper())
     if level is None:
@@ -123,4 +132,5 @@ _PARSERS = {
     "replication": _replication,
     "connect_timeout": _seconds("connect_timeout"),
     "request_timeout": _seconds("request_timeout"),
+    "search": lambda text: _switch("search", text),
 }

@@ -12,7 +12,13 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeVar
 
-from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statement
+from cassandra.query import (
+    UNSET_VALUE,
+    BatchStatement,
+    BatchType,
+    PreparedStatement,
+    Statement,
+)
 
 from blackwidow.store import threads
 from blackwidow.store.cassandra_statements import Statements
@@ -90,12 +96,19 @@ def batches(
 
 
 def crawler_rows(st: Statements, items: list[Item], ttl: int) -> Work:
-    """items_by_crawler rows, one batch per (crawler, day) partition chunk."""
+    """items_by_crawler rows, one batch per (crawler, day) partition chunk; with their words
+    when the store searches, else with that column left unset (no tombstone, no cost)."""
     by_day = grouped(items, lambda item: (crawler_of(item), day_of(item.fetched_at)))
     return batches(
         st.insert_item,
         by_day,
-        lambda key, item: (*key, *_key_values(item), item.conversation_id, item_words(item), ttl),
+        lambda key, item: (
+            *key,
+            *_key_values(item),
+            item.conversation_id,
+            item_words(item) if st.words else UNSET_VALUE,
+            ttl,
+        ),
     )
 
 

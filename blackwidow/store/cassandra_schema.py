@@ -12,8 +12,11 @@ once applied. There is one table per read path:
   writer that confirmed it and is `pending` until its item's rows are written.
 - items_by_conversation: the items of one conversation, oldest first.
 - items_by_crawler.words (version 4): the words of each item, for search, matched by a
-  storage-attached index (SAI, Cassandra 5.0) on the set's values; a server without SAI keeps
-  the column and refuses searches (the index is asked for again at every upgrade).
+  storage-attached index (SAI, Cassandra 5.0) on the set's values. Written, and indexed, only
+  with the store's `search=on` option (the index costs most of the write rate): the upgrade
+  that first sees it fills in the words of the items stored before, then creates the index. A
+  server without SAI keeps the column and refuses searches (the index is asked for again at
+  every upgrade).
 - bucket_totals: items stored per crawler as one absolute total per id bucket and writer
   process, in the id rows' partition so a total and the confirms it counts are one mutation;
   every write can be repeated safely (no counters). crawler_totals holds the totals written
@@ -52,6 +55,8 @@ class SchemaVersion:
     # run once, after the statements, when the version is applied: rows the version changes
     backfill: Callable[[Session, str], None] | None = None
 
+
+WORDS_VERSION = 4  # the schema version that gives items_by_crawler its words column
 
 VERSIONS: tuple[SchemaVersion, ...] = (
     SchemaVersion(
@@ -102,10 +107,9 @@ VERSIONS: tuple[SchemaVersion, ...] = (
         ),
     ),
     SchemaVersion(
-        4,
+        WORDS_VERSION,
         "items carry their words, for search",
         ("ALTER TABLE {ks}.items_by_crawler ADD IF NOT EXISTS words set<text>",),
-        backfill=lambda session, ks: fill_words(session, ks),
     ),
 )
 LATEST = VERSIONS[-1].number
@@ -152,13 +156,17 @@ def upgrade(session: Session, config: CassandraConfig) -> list[int]:
         if version.backfill is not None:
             version.backfill(session, ks)
         applied.append(version.number)
-    _ask_for_words_index(session, ks)
+    has_words = WORDS_VERSION in done.union(applied)
+    if config.search and has_words and not has_words_index(session, ks):
+        _index_words(session, ks)
     return applied
 
 
-def _ask_for_words_index(session: Session, ks: str) -> None:
-    """Create the words' SAI index, or say why the server would not: searches are refused
-    then (CassandraStore.search), and everything else works."""
+def _index_words(session: Session, ks: str) -> None:
+    """Fill in the words of the items stored without them, then create the words' SAI index,
+    or say why the server would not: searches are refused then (CassandraStore.search), and
+    everything else works."""
+    fill_words(session, ks)
     try:
         session.execute(_CREATE_WORDS_INDEX.format(index=WORDS_INDEX, ks=ks), timeout=60)
     except (InvalidRequest, ConfigurationException, SyntaxException) as refusal:
@@ -177,7 +185,7 @@ def has_words_index(session: Session, ks: str) -> bool:
 def fill_words(session: Session, ks: str) -> None:
     """Give every stored item its words, for the time its row has left (a longer-lived words
     cell would keep an expired row listed): a read of the whole table, BACKFILL_PAGE rows at
-    a time, once, when version 4 is applied."""
+    a time, once, before the index is created."""
     read = SimpleStatement(
         "SELECT crawler_id, day, fetched_at, item_id, title, text, author,"
         f" TTL(source) AS remaining FROM {ks}.items_by_crawler",

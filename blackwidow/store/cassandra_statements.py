@@ -36,13 +36,14 @@ class Statements:
     day_window: PreparedStatement
     day_window_published: PreparedStatement
     conversation: PreparedStatement
+    words: bool  # items are written with their words, for search (the store's `search` option)
 
     @classmethod
-    def prepare(cls, session: Session, ks: str) -> Statements:
+    def prepare(cls, session: Session, ks: str, words: bool) -> Statements:
         prepared = {name: session.prepare(text) for name, text in _texts(ks).items()}
         for statement in prepared.values():
             statement.is_idempotent = True  # plain upserts and reads: a retry repeats, not adds
-        return cls(**prepared)
+        return cls(**prepared, words=words)
 
 
 def _texts(ks: str) -> dict[str, str]:

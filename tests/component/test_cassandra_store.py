@@ -93,7 +93,7 @@ def test_a_keyspace_of_version_1_keeps_its_items_and_gains_html(
     the new columns' statements run twice without harm (a version recorded as not applied is
     applied again)."""
     keyspace = f"old_{uuid.uuid4().hex[:10]}"
-    url = f"cassandra://{cassandra_service.contact_points}/{keyspace}?consistency=ONE"
+    url = f"cassandra://{cassandra_service.contact_points}/{keyspace}?consistency=ONE&search=on"
     with monkeypatch.context() as old:
         old.setattr(cassandra_schema, "VERSIONS", cassandra_schema.VERSIONS[:1])
         assert upgrade_store(url).endswith("applied versions [1]")

@@ -136,7 +136,7 @@ def test_a_cursor_holds_only_for_its_own_query(
 def own_keyspace(cassandra_service: Any) -> Iterator[str]:
     """A keyspace of this test's own: the hub's crawler ids start at 1, as other tests' may."""
     keyspace = f"search_{uuid.uuid4().hex[:10]}"
-    url = f"cassandra://{cassandra_service.contact_points}/{keyspace}?consistency=ONE"
+    url = f"cassandra://{cassandra_service.contact_points}/{keyspace}?consistency=ONE&search=on"
     upgrade_store(url)
     yield url
     cluster = make_cluster(parse(url.removeprefix("cassandra://")))

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from blackwidow.store import Store, open_store
+from blackwidow.store.base import SearchUnsupported
 from blackwidow.store.cassandra import make_cluster
 from blackwidow.store.cassandra_config import parse
 from blackwidow.store.cassandra_schema import fill_words
@@ -170,6 +171,32 @@ def test_cassandra_items_stored_before_their_words_get_them_for_the_time_they_ha
             timeout=15,
             what="the expiring item gone, words and all",
         )
+    finally:
+        cluster.shutdown()
+        store.close()
+
+
+@pytest.mark.services("cassandra_service")
+def test_a_cassandra_store_without_search_on_writes_no_words_and_refuses_to_search(
+    cassandra_store_url: str, crawler_ids: tuple[int, int, int]
+) -> None:
+    """The words' index costs most of Cassandra's write rate (bench/README.md#search), so it
+    is the `search=on` option's: without it, items are written without their words, and a
+    search is refused saying how to turn it on."""
+    one = crawler_ids[0]
+    without = cassandra_store_url.replace("&search=on", "")
+    config = parse(without.removeprefix("cassandra://"))
+    store = open_store(without)
+    cluster = make_cluster(config)
+    try:
+        store.add([item("plain-one", one, "plain")])
+        words = cluster.connect(config.keyspace).execute(
+            "SELECT words FROM items_by_crawler WHERE crawler_id = %s AND day = %s",
+            (one, T0.date()),
+        )
+        assert [row.words for row in words] == [None]
+        with pytest.raises(SearchUnsupported, match=r"search is off.*search=on"):
+            found(store, "plain", [one])
     finally:
         cluster.shutdown()
         store.close()
