@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -264,12 +265,18 @@ def running_nodes(session: Session, crawler_ids: Sequence[int]) -> dict[int, Nod
     return {row.crawler_id: NodeTarget(row.id, row.url, row.generation) for row in rows}
 
 
-def feed_titles(client: NodeClient, running: Mapping[int, NodeTarget]) -> dict[str, str]:
+def feed_titles(
+    client: NodeClient, running: Mapping[int, NodeTarget], within: float
+) -> dict[str, str]:
     """Feed URL -> the feed's own title, as the nodes running these crawlers last read it.
-    One call per crawler; a node that does not answer leaves its feeds untitled. No
+    One call per crawler, for `within` seconds at most (an export of many crawlers is not held
+    up by them); a feed not asked for, or whose node does not answer, stays untitled. No
     transaction should be open: it waits on the nodes."""
     titles: dict[str, str] = {}
+    deadline = time.monotonic() + within
     for crawler_id, node in running.items():
+        if time.monotonic() >= deadline:
+            break
         for feed in feed_health(client, node, crawler_id)["feeds"] or ():
             if feed.get("title"):
                 titles[feed["url"]] = feed["title"]

@@ -31,6 +31,8 @@ _IMPORT_RULES = (
 )
 _CREATE = CrawlerCreate()
 
+TITLES_WITHIN = 5.0  # seconds an export spends asking nodes for feed titles
+
 blp = Blueprint("opml", __name__, url_prefix="/api/v1", description="OPML import and export")
 
 
@@ -153,7 +155,9 @@ class CrawlerOpml(MethodView):
         Imported back it makes the same crawlers, and nothing where they are."""
         with transaction() as session:
             listed = crawlers.listing(session, caller(), source="rss")
-            running = crawlers.running_nodes(session, [crawler.id for crawler in listed])
-        titles = crawlers.feed_titles(hub().nodes, running)  # asks the nodes: no transaction
+            # crawlers of one source key share its feeds: one of them is asked for their titles
+            one_each = {crawler.uuid: crawler.id for crawler in listed}.values()
+            running = crawlers.running_nodes(session, list(one_each))
+        titles = crawlers.feed_titles(hub().nodes, running, TITLES_WITHIN)  # no transaction
         document = feed_lists.document(listed, titles)
         return Response(document, content_type=f"{OPML_TYPE}; charset=utf-8")
