@@ -44,17 +44,22 @@ def schema_behind(session: Session) -> str | None:
     )
 
 
-def reasons(sessions: sessionmaker[Session], store: Store) -> list[str]:
-    """Why the hub is not ready, one line each; empty when it is."""
-    found = []
+def database_problem(sessions: sessionmaker[Session]) -> str | None:
+    """Why the hub's database cannot serve it (it does not answer, or its schema is behind),
+    one line; None when it can."""
     try:
         with sessions() as session:
             behind = schema_behind(session)
-        if behind:
-            found.append(f"schema: {behind}")
     except SQLAlchemyError as error:
         kind = type(getattr(error, "orig", None) or error).__name__
-        found.append(f"database: does not answer ({kind})")
+        return f"database: does not answer ({kind})"
+    return f"schema: {behind}" if behind else None
+
+
+def reasons(sessions: sessionmaker[Session], store: Store) -> list[str]:
+    """Why the hub is not ready, one line each; empty when it is."""
+    problem = database_problem(sessions)
+    found = [problem] if problem else []
     if not store.ping():
         found.append("store: does not answer")
     return found
@@ -66,11 +71,7 @@ def await_schema(sessions: sessionmaker[Session], stopping: threading.Event) -> 
     traceback until `blackwidow db upgrade` has run. False when `stopping` was set first."""
     said = None
     while not stopping.is_set():
-        try:
-            with sessions() as session:
-                behind = schema_behind(session)
-        except SQLAlchemyError as error:
-            behind = f"the database does not answer ({type(error).__name__})"
+        behind = database_problem(sessions)
         if behind is None:
             if said is not None:
                 log.info("database schema ready thread=%s", threading.current_thread().name)
