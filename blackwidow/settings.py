@@ -32,6 +32,7 @@ ROUTING_STRATEGIES = ("modulo", "rendezvous", "weighted")
 LOG_FORMATS = ("text", "json")
 MAX_SHARDS = 1024  # as many as a node accepts in a shard header
 MAX_FETCHERS = 256  # a node's threads stay bounded whatever the number of feeds
+MAX_PARSE_WORKERS = 64
 
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -269,6 +270,13 @@ class Settings:
     rate_limit_wait: float = setting("BLACKWIDOW_RATE_LIMIT_WAIT", SECONDS, 60.0)
     # a node's fetcher threads, shared by every polled data source: bounded whatever the feeds
     fetchers: int = setting("BLACKWIDOW_FETCHERS", Kind("int", Range(1, MAX_FETCHERS)), 32)
+    # a node's worker processes for parsing feeds (sources.fetch.workers), so parses use the
+    # host's cores; 0: feeds are parsed in the node's own process, one at a time
+    parse_workers: int = setting(
+        "BLACKWIDOW_PARSE_WORKERS",
+        Kind("int", Range(0, MAX_PARSE_WORKERS)),
+        factory=lambda: len(os.sched_getaffinity(0)),
+    )
     # fetches in flight at once to one host, per node
     host_concurrency: int = setting("BLACKWIDOW_HOST_CONCURRENCY", COUNT, 2)
     # seconds at least between two fetches starting at one host

@@ -19,6 +19,7 @@ from sources.observer import UNOBSERVED, SourceObserver
 if TYPE_CHECKING:  # the hub lists source types without loading the fetch side
     from sources.fetch.fetcher import GuardedFetcher
     from sources.fetch.scheduler import FetchScheduler
+    from sources.fetch.workers import WorkerProcesses
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class SourceContext:
     # the node's one fetch scheduler for polled sources; None: each RSS source runs its own
     scheduler: FetchScheduler | None = None
     observer: SourceObserver = UNOBSERVED  # what the node counts of streams
+    # the node's worker processes for parsing; None: sources parse in the node's own process
+    workers: WorkerProcesses | None = None
 
 
 @dataclass(frozen=True)

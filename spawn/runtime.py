@@ -15,6 +15,7 @@ from blackwidow.store import Store
 from sources.credentials import CredentialBook
 from sources.fetch.fetcher import GuardedFetcher
 from sources.fetch.scheduler import FetchScheduler
+from sources.fetch.workers import WorkerProcesses
 from sources.registry import opener
 from sources.source_type import SourceContext
 from spawn import registration, watchdog
@@ -50,6 +51,7 @@ def run_node(
         per_host=settings.host_concurrency,
         observer=metrics,
     )
+    workers = parse_workers(settings)
     context = SourceContext(
         fetcher=fetcher,
         feed_interval=settings.feed_interval,
@@ -58,6 +60,7 @@ def run_node(
         rate_limit_wait=settings.rate_limit_wait,
         scheduler=scheduler,
         observer=metrics,
+        workers=workers,
     )
     pool = DataSourcePool(
         opener(context),
@@ -115,9 +118,19 @@ def run_node(
         stop.set()
         node.pool.clear()
         scheduler.stop()
+        if workers is not None:
+            workers.close()
         delivery.close()
 
     serving.run(server, url, on_stop=_shutdown)
+
+
+def parse_workers(settings: Settings) -> WorkerProcesses | None:
+    """The node's parsing processes, their fork server loaded with the feed parser; None
+    when configured to parse in the node's own process."""
+    if settings.parse_workers == 0:
+        return None
+    return WorkerProcesses(settings.parse_workers, preload=["sources.rss.parse_job"])
 
 
 def seen_after(settings: Settings, store: Store) -> float | None:

@@ -11,7 +11,12 @@ def _open(key: str, spec: SubscriberSpec, context: SourceContext) -> DataSource:
     from sources.rss.source import RssSource  # its feed parser, when first opened
 
     return RssSource(
-        key, spec.query, context.fetcher, context.feed_interval, scheduler=context.scheduler
+        key,
+        spec.query,
+        context.fetcher,
+        context.feed_interval,
+        scheduler=context.scheduler,
+        workers=context.workers,
     )
 
 

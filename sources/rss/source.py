@@ -5,7 +5,8 @@ withdrawn on stop; the source keeps what it knows of each feed between polls and
 with sources.fetch.polled, when it is next due: at the earliest tick of its subscribers' schedules
 (sources.fetch.scheduled_entries), or later when the server or a failure asks. Keywords are not its
 business: each subscriber filters what the shared source delivers. Turning a fetched
-document into items is sources.rss.parse's job.
+document into items is sources.rss.parse's job, run in the node's worker processes when it has
+them (sources.rss.parse_job).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from sources.fetch.fetcher import FetchError, FetchResult, GuardedFetcher
 from sources.fetch.polled import PollState
 from sources.fetch.scheduled_entries import ScheduledEntries
 from sources.fetch.scheduler import FetchScheduler, NextPoll
+from sources.fetch.workers import WorkerProcesses
 from sources.model import Item, SourceSink, SubscriberSpec
 from sources.rss.parse import FeedError, parse_feed
+from sources.rss.parse_job import parse_elsewhere
 from sources.url_keys import UrlKeys
 from sources.urls import canonical_url
 
@@ -60,9 +63,11 @@ class RssSource:
         clock: Callable[[], float] = time.monotonic,
         scheduler: FetchScheduler | None = None,
         epoch_offset: float | None = None,
+        workers: WorkerProcesses | None = None,
     ) -> None:
         self.key = key
         self._fetcher = fetcher
+        self._workers = workers  # None: documents are parsed in this process
         self._interval = interval
         self._clock = clock
         # Canonical URLs, as in the source key: two spellings of one feed are fetched once.
@@ -190,11 +195,13 @@ class RssSource:
     ) -> bool:
         """Parse a changed document and deliver its new items; False when the source was
         stopped meanwhile (its subscribers are gone, and nothing is delivered)."""
-        with self._entries.cpu_bound():
-            known = {item.id: item for item in feed.items}
-            items, feed.ttl, feed.title = parse_feed(
-                result.body, result.url, fetched_at, result.headers, known, self._url_keys
-            )
+        known = {item.id: item for item in feed.items}
+        document = (result.body, result.url, fetched_at, result.headers, known, self._url_keys)
+        if self._workers is not None:
+            items, feed.ttl, feed.title = parse_elsewhere(self._workers, *document)
+        else:
+            with self._entries.cpu_bound():
+                items, feed.ttl, feed.title = parse_feed(*document)
         feed.entries = len(items)
         with self._items_lock:
             feed.items = items
