@@ -10,26 +10,23 @@ once a second (timing each poll while the node is busy), as the hub's monitor wo
 
 Printed: first round (every crawler has stored items) wall time and node CPU; then, from
 one interval later (feeds polled early in a long first round come due during it), over a
-steady window, polls per second, the share of 304s, node CPU seconds per 1,000 polls,
-threads, peak memory, poll latency p50/p99, and the longest a due feed started after its
-due time (the scheduler's own figure, from the node's /healthz). The baseline, in the same
-run over the same feeds: a plain single-threaded loop of requests + feedparser, one pass
-for its first round and one conditional pass after the feeds change.
+steady window, polls per second, the share of 304s, CPU per 1,000 polls and in cores (of
+the node, its own process and its parse workers, and of the whole host, the farm
+included), threads per process, peak memory, poll latency p50/p99, and the longest a due
+feed started after its due time (the scheduler's own figure, from the node's /healthz).
 
-    .venv/bin/python -m bench.node_feeds [--feeds 500 2000 10000] [--steady 120] [--interval 60]
-        [--fetchers 32]
+The baseline, in the same run over the same feeds: the same node parsing in its own
+interpreter (`BLACKWIDOW_PARSE_WORKERS=0`), as every node did before it had workers.
 
-On loopback every fetcher is runnable at once (no network wait), so the node's default 32
-fetchers mostly contend for the interpreter; `--fetchers 8` shows the node without that.
+    .venv/bin/python -m bench.node_feeds [--feeds 2000 10000 20000] [--steady 120]
+        [--interval 60] [--fetchers 32] [--no-baseline]
 """
 
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -42,8 +39,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import feedparser
 import requests
+
+from bench import machine
 
 SECRET = "bench-node-feeds"
 HEADERS = {"Authorization": f"Bearer {SECRET}", "X-Blackwidow-Generation": "1"}
@@ -54,17 +52,71 @@ LATE_WINDOW = 35.0  # the node's late_recent spans 30 s in 5 s buckets
 
 
 def proc_cpu(pid: int) -> float:
-    """CPU seconds (user + system) of a process so far, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    """CPU seconds (user + system) of a process so far, from /proc (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
     return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def descendants(pid: int) -> set[int]:
+    """The processes below `pid` (a node's fork server and parse workers)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier}
+        found |= frontier
+    return found
+
+
+class TreeCpu:
+    """CPU seconds of a process and its descendants since this was made."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.start = {p: proc_cpu(p) for p in {pid} | descendants(pid)}
+
+    def used(self) -> tuple[float, float]:
+        """(the process's own, its descendants') CPU seconds since the start."""
+        pids = {self.pid} | descendants(self.pid)
+        spent = {p: proc_cpu(p) - self.start.get(p, 0.0) for p in pids}
+        own = spent.pop(self.pid)
+        return own, sum(spent.values())
+
+
+def host_busy() -> float:
+    """CPU seconds the whole host has been busy so far (every core), from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle and iowait
+    return (sum(fields[:8]) - idle) / TICK
 
 
 def proc_status(pid: int) -> dict[str, int]:
     """Threads and peak resident memory (KiB) of a process."""
-    values = dict(
-        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-    )
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return {"threads": 0, "peak_kib": 0}
+    values = dict(line.split(":", 1) for line in text.splitlines())
     return {"threads": int(values["Threads"]), "peak_kib": int(values["VmHWM"].split()[0])}
+
+
+def tree_status(pid: int) -> dict[str, int]:
+    """The most threads of any one process of a node, and the peak memory of all of them."""
+    statuses = [proc_status(p) for p in {pid} | descendants(pid)]
+    return {
+        "threads": max(status["threads"] for status in statuses),
+        "peak_kib": sum(status["peak_kib"] for status in statuses),
+    }
 
 
 @contextmanager
@@ -164,8 +216,11 @@ def wait_for(condition: Any, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def node_env(tmp: Path, interval: float, fetchers: int) -> dict[str, str]:
+def node_env(tmp: Path, interval: float, fetchers: int, workers: int | None) -> dict[str, str]:
+    """The node's settings; `workers` None leaves its parse workers at their default."""
+    chosen = {} if workers is None else {"BLACKWIDOW_PARSE_WORKERS": str(workers)}
     return {
+        **chosen,
         **os.environ,
         "BLACKWIDOW_CLUSTER_SECRET": SECRET,
         "BLACKWIDOW_STORE": f"sqlite:///{tmp / 'items.db'}",
@@ -177,8 +232,10 @@ def node_env(tmp: Path, interval: float, fetchers: int) -> dict[str, str]:
     }
 
 
-def run_node(farm_url: str, feeds: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    env = node_env(tmp, args.interval, args.fetchers)
+def run_node(
+    farm_url: str, feeds: int, args: argparse.Namespace, tmp: Path, workers: int | None
+) -> dict[str, Any]:
+    env = node_env(tmp, args.interval, args.fetchers, workers)
     farm = requests.Session()
     with fake_hub() as hub_url:
         command = [sys.executable, "-m", "blackwidow", "spawn", "--hub", hub_url, "--port", "0"]
@@ -186,7 +243,7 @@ def run_node(farm_url: str, feeds: int, args: argparse.Namespace, tmp: Path) -> 
             health = lambda: requests.get(f"{node_url}/healthz", timeout=30).json()  # noqa: E731
             wait_for(lambda: health()["registered"], 30, "registration")
             poller = Poller(node_url)
-            cpu_at_start, started_at = proc_cpu(node.pid), time.monotonic()
+            cpu_at_start, started_at = TreeCpu(node.pid), time.monotonic()
             ticker = threading.Thread(
                 target=advance_every, args=(farm_url, args.interval, poller.stop)
             )
@@ -201,7 +258,7 @@ def run_node(farm_url: str, feeds: int, args: argparse.Namespace, tmp: Path) -> 
             )
             first = {
                 "wall": time.monotonic() - started_at,
-                "cpu": proc_cpu(node.pid) - cpu_at_start,
+                "cpu": sum(cpu_at_start.used()),
             }
             # Feeds fetched during the first round all come due again within one interval of
             # its end: until then the node still works through the first round's wave.
@@ -212,7 +269,7 @@ def run_node(farm_url: str, feeds: int, args: argparse.Namespace, tmp: Path) -> 
             polling.join()
             # waitress keeps serving while a client holds a kept-alive connection, SIGTERM or not
             poller.session.close()
-            return {"first": first, **steady, **proc_status(node.pid)}
+            return {"first": first, **steady, **tree_status(node.pid)}
 
 
 def advance_every(farm_url: str, interval: float, stop: threading.Event) -> None:
@@ -223,23 +280,27 @@ def advance_every(farm_url: str, interval: float, stop: threading.Event) -> None
 def measure_steady(
     pid: int, farm: requests.Session, farm_url: str, poller: Poller, health: Any, window: float
 ) -> dict[str, Any]:
-    before, cpu_before, at = farm.get(f"{farm_url}/stats").json(), proc_cpu(pid), time.monotonic()
+    before, node_cpu, at = farm.get(f"{farm_url}/stats").json(), TreeCpu(pid), time.monotonic()
+    host_before = host_busy()
     late: list[float] = []
     threads = 0
     while time.monotonic() - at < window:
         time.sleep(5.0)
-        threads = max(threads, proc_status(pid)["threads"])
+        threads = max(threads, tree_status(pid)["threads"])
         if time.monotonic() - at >= LATE_WINDOW:  # late_recent covers the last 30-35 s
             late.append(health()["scheduler"]["late_recent"])
-    after, cpu = farm.get(f"{farm_url}/stats").json(), proc_cpu(pid) - cpu_before
+    after, (own, workers) = farm.get(f"{farm_url}/stats").json(), node_cpu.used()
+    host = host_busy() - host_before
     elapsed = time.monotonic() - at
     polls = after["requests"] - before["requests"]
     latencies = sorted(s for t, s in poller.latencies if t >= at)
     return {
         "polls_per_s": polls / elapsed,
         "share_304": (after["304"] - before["304"]) / max(1, polls),
-        "cpu_per_1000": 1000 * cpu / max(1, polls),
-        "cpu_share": cpu / elapsed,
+        "cpu_per_1000": 1000 * (own + workers) / max(1, polls),
+        "own_cores": own / elapsed,
+        "worker_cores": workers / elapsed,
+        "host_cores": host / elapsed,
         "poll_p50": statistics.median(latencies),
         "poll_p99": latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
         "late_max": max(late, default=float("nan")),
@@ -247,92 +308,57 @@ def measure_steady(
     }
 
 
-def baseline(farm_url: str, feeds: int) -> dict[str, Any]:
-    """A plain loop: requests + feedparser, one feed after another (run in its own process)."""
-    session = requests.Session()
-    etags: dict[int, str] = {}
-
-    def one_pass() -> tuple[float, float]:
-        wall, cpu = time.monotonic(), time.process_time()
-        for n in range(feeds):
-            headers = {"If-None-Match": etags[n]} if n in etags else {}
-            answer = session.get(f"{farm_url}/f/{n}.xml", headers=headers, timeout=20)
-            if answer.status_code == 200:
-                feedparser.parse(io.BytesIO(answer.content))
-                etags[n] = answer.headers["ETag"]
-        return time.monotonic() - wall, time.process_time() - cpu
-
-    first_wall, first_cpu = one_pass()
-    session.post(f"{farm_url}/advance", timeout=30)
-    steady_wall, steady_cpu = one_pass()
-    return {
-        "first": {"wall": first_wall, "cpu": first_cpu},
-        "polls_per_s": feeds / steady_wall,
-        "cpu_per_1000": 1000 * steady_cpu / feeds,
-        "threads": threading.active_count(),
-        "peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-    }
-
-
-def run_baseline(farm_url: str, feeds: int) -> dict[str, Any]:
-    command = [
-        sys.executable,
-        "-m",
-        "bench.node_feeds",
-        "--baseline-of",
-        farm_url,
-        "--feeds",
-        str(feeds),
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.splitlines()[-1])
-
-
-def report(feeds: int, node: dict[str, Any], base: dict[str, Any], interval: float) -> None:
-    first, bfirst = node["first"], base["first"]
-    print(f"\n{feeds} feeds, one crawler each, interval {interval:g}s")
-    print(
-        f"  first round: node {first['wall']:.1f}s wall, {first['cpu']:.1f}s CPU; "
-        f"baseline {bfirst['wall']:.1f}s wall, {bfirst['cpu']:.1f}s CPU "
-        f"(node/baseline wall {first['wall'] / bfirst['wall']:.2f})"
-    )
-    print(
-        f"  steady: node {node['polls_per_s']:.1f} polls/s ({node['share_304']:.0%} 304), "
-        f"{node['cpu_per_1000']:.2f} CPU s per 1,000 polls, {node['cpu_share']:.0%} of a core; "
-        f"baseline {base['cpu_per_1000']:.2f} CPU s per 1,000 polls, at most "
-        f"{base['polls_per_s']:.0f} polls/s "
-        f"(ratio {node['cpu_per_1000'] / base['cpu_per_1000']:.2f})"
-    )
-    print(
-        f"  node: {node['threads_max']} threads at most, peak {node['peak_kib'] / 1024:.0f} MiB; "
-        f"poll latency p50 {node['poll_p50'] * 1000:.0f} ms, p99 {node['poll_p99'] * 1000:.0f} ms; "
-        f"longest start past due {node['late_max']:.2f}s"
-    )
-    print(f"  baseline: {base['threads']} thread, peak {base['peak_kib'] / 1024:.0f} MiB")
+def report(feeds: int, interval: float, runs: dict[str, dict[str, Any]]) -> None:
+    wanted = feeds / interval
+    print(f"\n{feeds} feeds, one crawler each, interval {interval:g}s: {wanted:.0f} polls/s wanted")
+    for name, run in runs.items():
+        first = run["first"]
+        print(
+            f"  {name}: first round {first['wall']:.1f}s wall, {first['cpu']:.1f}s CPU; "
+            f"steady {run['polls_per_s']:.1f} polls/s ({run['share_304']:.0%} 304), "
+            f"{run['cpu_per_1000']:.2f} CPU s per 1,000 polls"
+        )
+        print(
+            f"    cores: node {run['own_cores']:.2f} + parse workers {run['worker_cores']:.2f}; "
+            f"host, farm included, {run['host_cores']:.2f} of {os.cpu_count()}; "
+            f"{run['threads_max']} threads at most in a process; "
+            f"peak {run['peak_kib'] / 1024:.0f} MiB"
+        )
+        print(
+            f"    poll latency p50 {run['poll_p50'] * 1000:.0f} ms, "
+            f"p99 {run['poll_p99'] * 1000:.0f} ms; longest start past due {run['late_max']:.2f}s"
+        )
+    if len(runs) == 2:
+        node, base = runs.values()
+        print(
+            f"  node/baseline: first round {node['first']['wall'] / base['first']['wall']:.2f}, "
+            f"steady polls/s {node['polls_per_s'] / base['polls_per_s']:.2f}, "
+            f"poll p99 {node['poll_p99'] / base['poll_p99']:.2f}"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--feeds", type=int, nargs="+", default=[500, 2000, 10_000])
+    parser.add_argument("--feeds", type=int, nargs="+", default=[2000, 10_000, 20_000])
     parser.add_argument("--interval", type=float, default=60.0, help="seconds between polls")
     parser.add_argument("--steady", type=float, default=120.0, help="seconds of steady window")
     parser.add_argument("--fetchers", type=int, default=32)
     parser.add_argument("--first-round-limit", type=float, default=900.0)
-    parser.add_argument("--baseline-of", help=argparse.SUPPRESS)
+    parser.add_argument("--no-baseline", action="store_true", help="only the node with workers")
     args = parser.parse_args()
-    if args.baseline_of:
-        print(json.dumps(baseline(args.baseline_of, args.feeds[0])))
-        return
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, fetchers {args.fetchers}")
+    print(f"{machine.described()}, load average {os.getloadavg()[0]:.1f}; fetchers {args.fetchers}")
+    variants: dict[str, int | None] = {"node": None}
+    if not args.no_baseline:
+        variants["baseline, parsing in the node's process"] = 0
     for feeds in args.feeds:
-        with tempfile.TemporaryDirectory() as scratch:
-            tmp = Path(scratch)
-            farm_command = [sys.executable, "-m", "bench.feed_farm", "--feeds", str(feeds)]
-            with started(farm_command, dict(os.environ), tmp / "farm.log") as (_, farm_url):
-                node = run_node(farm_url, feeds, args, tmp)
-            with started(farm_command, dict(os.environ), tmp / "farm.log") as (_, farm_url):
-                base = run_baseline(farm_url, feeds)
-            report(feeds, node, base, args.interval)
+        runs = {}
+        for name, workers in variants.items():
+            with tempfile.TemporaryDirectory() as scratch:
+                tmp = Path(scratch)
+                farm_command = [sys.executable, "-m", "bench.feed_farm", "--feeds", str(feeds)]
+                with started(farm_command, dict(os.environ), tmp / "farm.log") as (_, farm_url):
+                    runs[name] = run_node(farm_url, feeds, args, tmp, workers)
+        report(feeds, args.interval, runs)
 
 
 if __name__ == "__main__":
