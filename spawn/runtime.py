@@ -110,6 +110,8 @@ def run_node(
         ),
     ]
     scheduler.start()
+    if workers is not None:
+        workers.start()
     for thread in threads:
         thread.start()
     delivery.start()

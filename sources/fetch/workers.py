@@ -16,13 +16,14 @@ with it (otherwise the pool's own pipes would keep the workers and their fork se
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
 import select
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
@@ -48,6 +49,11 @@ class WorkerProcesses:
         self._pool: ProcessPoolExecutor | None = None
         self._closed = False
 
+    def start(self) -> None:
+        """Start the fork server and a first worker in the background, so that a node's first
+        parse does not wait for them (they import the parsers: half a second of CPU)."""
+        threading.Thread(target=self._warm, name="workers-start", daemon=True).start()
+
     def run(self, call: Callable[..., _T], *args: object) -> _T:
         """`call(*args)` in a worker; its exception is raised here. WorkerLost when the worker
         died under it (the pool is replaced for the next job)."""
@@ -65,6 +71,10 @@ class WorkerProcesses:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+
+    def _warm(self) -> None:
+        with contextlib.suppress(WorkerLost, CancelledError):  # closed meanwhile
+            self.run(os.getpid)
 
     def _current(self) -> ProcessPoolExecutor:
         with self._lock:
