@@ -18,7 +18,6 @@ import threading
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from cassandra import OperationTimedOut, ProtocolVersion, RequestExecutionException
@@ -38,8 +37,8 @@ from cassandra.policies import (
 )
 from cassandra.query import BatchStatement, BatchType
 
-from blackwidow.store import cassandra_reads, cassandra_schema, threads
-from blackwidow.store.base import SearchUnsupported, StoreUnavailable
+from blackwidow.store import cassandra_reads, cassandra_schema, cassandra_writes, threads
+from blackwidow.store.base import SearchUnsupported, StoreUnavailable, Write
 from blackwidow.store.cassandra_config import CassandraConfig
 from blackwidow.store.cassandra_rows import (
     BUCKETS,
@@ -52,7 +51,6 @@ from blackwidow.store.cassandra_rows import (
     crawler_of,
     crawler_rows,
     day_of,
-    first_fetch,
     grouped,
     id_bucket,
     thread_rows,
@@ -60,6 +58,7 @@ from blackwidow.store.cassandra_rows import (
     utc,
 )
 from blackwidow.store.cassandra_statements import Statements
+from blackwidow.store.cassandra_writes import Ttls
 from blackwidow.store.id_write_memory import Bucket, IdRow, IdWriteMemory
 from blackwidow.store.windows import EVERYTHING, Page, Window
 from sources.model import Item
@@ -76,16 +75,6 @@ _UNAVAILABLE = (
     OSError,
 )
 _Result = TypeVar("_Result")
-
-
-@dataclass(frozen=True)
-class _Write:
-    """What one `add` asks besides its items: the TTLs in seconds (0: none) and the keys the
-    caller vouches are not stored (a seen-set's "definitely new"), whose ids are not read."""
-
-    ttl: int
-    id_ttl: int
-    unseen: frozenset[threads.Key]
 
 
 def make_cluster(config: CassandraConfig) -> Cluster:
@@ -174,17 +163,20 @@ class CassandraStore:
         id_ttl: int | None = None,
         unseen: Collection[threads.Key] = (),
     ) -> list[Item]:
-        if any(item.crawler_id is None for item in items):
+        return self.add_many([Write(items, ttl, id_ttl, unseen)])[0]
+
+    def add_many(self, writes: Sequence[Write]) -> list[list[Item]]:
+        """All the writes in one round of requests (cassandra_writes decides, write by write,
+        what each takes as new), holding the lock of every crawler they write."""
+        if any(item.crawler_id is None for write in writes for item in write.items):
             raise ValueError("every item needs a crawler_id before it is stored")
-        unique = list({(item.crawler_id, item.id): item for item in reversed(items)}.values())
-        unique.reverse()  # the first copy of a repeated item wins, in the order given
-        if not unique:
-            return []
+        if not any(write.items for write in writes):
+            return [[] for _ in writes]
+        crawlers = {crawler_of(item) for write in writes for item in write.items}
         with contextlib.ExitStack() as held:
-            for crawler_id in sorted({crawler_of(item) for item in unique}):
+            for crawler_id in sorted(crawlers):
                 held.enter_context(self._crawler_lock(crawler_id))
-            write = _Write(ttl or 0, id_ttl or 0, frozenset(unseen))
-            return self._call(lambda session, st: self._add(session, st, unique, write))
+            return self._call(lambda session, st: self._add(session, st, writes))
 
     def _crawler_lock(self, crawler_id: int) -> threading.Lock:
         """Check-then-write is atomic per crawler within this process; across nodes, a crawler
@@ -193,31 +185,27 @@ class CassandraStore:
         with self._lock:
             return self._crawler_locks[crawler_id]
 
-    def _add(
-        self, session: Session, st: Statements, items: list[Item], write: _Write
-    ) -> list[Item]:
-        keys = [threads.key(item) for item in items]
+    def _add(self, session: Session, st: Statements, writes: Sequence[Write]) -> list[list[Item]]:
+        keys = [threads.key(item) for write in writes for item in write.items]
         unacked = self._id_writes.unacked({crawler for crawler, _ in keys})
-        asked = [key for key in keys if key not in write.unseen]  # the caller vouches for these
-        found = self._stored(session, st, {*asked, *threads.parent_keys(items), *unacked})
-        fresh = self._id_writes.new_keys(keys, found)
-        conversations = {key: row.conversation_id for key, row in found.items()}
-        pairs = zip(items, threads.rooted(items, conversations), strict=True)
-        added = [
-            (given, first_fetch(item, found.get(key)))
-            for key, (given, item) in zip(keys, pairs, strict=True)
-            if key in fresh
-        ]
-        new = [item for _, item in added]
-        if new:
-            self._id_writes.begin(fresh)
-            undone = [i for i in new if unfinished(found.get(threads.key(i)))]
-            self._run(session, self._pending_rows(st, undone, write.id_ttl))  # first
-            self._run(session, self._item_rows(st, new, write.ttl))
-            self._move(session, st, threads.re_roots(added), write.id_ttl)
-            self._confirm(session, st, new, write.id_ttl)
+        asked = {  # the keys some write does not vouch for
+            threads.key(item)
+            for write in writes
+            for item in write.items
+            if threads.key(item) not in write.unseen
+        }
+        parents = threads.parent_keys(item for write in writes for item in write.items)
+        found = self._stored(session, st, {*asked, *parents, *unacked})
+        decided = cassandra_writes.decide(writes, found, self._id_writes.new_keys(keys, found))
+        if decided.new:
+            self._id_writes.begin(threads.key(item) for item, _ in decided.new)
+            undone = [(i, t) for i, t in decided.new if unfinished(found.get(threads.key(i)))]
+            self._run(session, self._pending_rows(st, undone))  # first
+            self._run(session, self._item_rows(st, decided.new))
+            self._move(session, st, decided.moves)
+            self._confirm(session, st, decided.new)
         self._id_writes.answered(keys)
-        return new
+        return decided.answers
 
     def _stored(
         self, session: Session, st: Statements, keys: Collection[threads.Key]
@@ -242,18 +230,21 @@ class CassandraStore:
             )
         return found
 
-    def _item_rows(self, st: Statements, items: list[Item], ttl: int) -> Work:
-        """Rows of items_by_crawler, crawler_days and items_by_conversation, by partition."""
-        day_ttl = ttl + int(DAY.total_seconds()) if ttl else 0  # outlives the day's items
-        days = {(crawler_of(item), day_of(item.fetched_at)) for item in items}
-        return [
-            *crawler_rows(st, items, ttl),
-            *((st.insert_day, (crawler, day, day_ttl)) for crawler, day in days),
-            *thread_rows(st, items, ttl),
-        ]
+    def _item_rows(self, st: Statements, new: list[tuple[Item, Ttls]]) -> Work:
+        """Rows of items_by_crawler, crawler_days and items_by_conversation, by partition,
+        each with its write's retention."""
+        work: Work = []
+        for ttl, items in grouped(new, lambda pair: pair[1].ttl).items():
+            members = [item for item, _ in items]
+            day_ttl = ttl + int(DAY.total_seconds()) if ttl else 0  # outlives the day's items
+            days = {(crawler_of(item), day_of(item.fetched_at)) for item in members}
+            work += crawler_rows(st, members, ttl)
+            work += [(st.insert_day, (crawler, day, day_ttl)) for crawler, day in days]
+            work += thread_rows(st, members, ttl)
+        return work
 
     def _move(
-        self, session: Session, st: Statements, moves: dict[threads.Key, str], id_ttl: int
+        self, session: Session, st: Statements, moves: dict[threads.Key, tuple[str, Ttls]]
     ) -> None:
         """Fold each conversation a new reply names into the reply's root (threads.re_roots).
 
@@ -271,11 +262,17 @@ class CassandraStore:
             for row in result
             if (row.crawler_id, row.conversation_id) in moves
         ]
-        self._run(session, copies(st, rows, moves, id_ttl))
+        roots = {conversation: root for conversation, (root, _) in moves.items()}
+        work: Work = []
+        for ttls, group in grouped(
+            rows, lambda r: moves[r.crawler_id, r.conversation_id][1]
+        ).items():
+            work += copies(st, group, roots, ttls.id_ttl)
+        self._run(session, work)
         keys = [(row.conversation_id, row.sort_at, row.crawler_id, row.item_id) for row in rows]
         self._run(session, [(st.delete_thread_row, key) for key in keys])
 
-    def _pending_rows(self, st: Statements, items: list[Item], id_ttl: int) -> Work:
+    def _pending_rows(self, st: Statements, new: list[tuple[Item, Ttls]]) -> Work:
         """Id rows marked pending, written before the items' rows: a re-delivery after a crash
         finds the first fetch's time and writes the same rows again instead of new ones.
         Ids outlive retention: an item is never stored twice, as SQLite's rows do; with time
@@ -283,29 +280,32 @@ class CassandraStore:
         writer = self._id_writes.writer
         return batches(
             st.insert_pending_id,
-            grouped(items, bucket_of_item),
-            lambda key, item: (
+            grouped(new, lambda pair: bucket_of_item(pair[0])),
+            lambda key, pair: (
                 *key,
-                item.id,
-                item.fetched_at,
-                item.conversation_id,
+                pair[0].id,
+                pair[0].fetched_at,
+                pair[0].conversation_id,
                 writer,
-                id_ttl,
+                pair[1].id_ttl,
             ),
         )
 
-    def _confirm(self, session: Session, st: Statements, items: list[Item], id_ttl: int) -> None:
+    def _confirm(self, session: Session, st: Statements, new: list[tuple[Item, Ttls]]) -> None:
         """The commit mark, written last: one batch per bucket confirms its ids with this
         writer's total there, one mutation, carrying the confirms not yet acknowledged
-        (IdWriteMemory); the batches that were acknowledged are recorded even when one fails."""
+        (IdWriteMemory); the batches that were acknowledged are recorded even when one fails.
+        A carried confirm takes the id lifetime of the bucket's new items."""
         writer = self._id_writes.writer
+        id_ttls = {item.id: ttls.id_ttl for item, ttls in new}
         work: Work = []
         carried: list[tuple[Bucket, list[str]]] = []
-        for bucket, members in grouped(items, bucket_of_item).items():
-            item_ids, total = self._id_writes.confirm(bucket, [item.id for item in members])
+        for bucket, pairs in grouped(new, lambda pair: bucket_of_item(pair[0])).items():
+            item_ids, total = self._id_writes.confirm(bucket, [item.id for item, _ in pairs])
             batch = BatchStatement(batch_type=BatchType.UNLOGGED)
             batch.is_idempotent = True
             for item_id in item_ids:
+                id_ttl = id_ttls.get(item_id, pairs[0][1].id_ttl)
                 batch.add(st.confirm_id, (id_ttl, writer, *bucket, item_id))
             batch.add(st.set_bucket_total, (total, *bucket, writer))
             work.append((batch, None))
