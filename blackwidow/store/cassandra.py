@@ -18,6 +18,7 @@ import threading
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from cassandra import OperationTimedOut, ProtocolVersion, RequestExecutionException
@@ -35,7 +36,7 @@ from cassandra.policies import (
     ExponentialReconnectionPolicy,
     TokenAwarePolicy,
 )
-from cassandra.query import BatchStatement, BatchType
+from cassandra.query import BoundStatement
 
 from blackwidow.store import cassandra_reads, cassandra_schema, cassandra_writes, threads
 from blackwidow.store.base import SearchUnsupported, StoreUnavailable, Write
@@ -53,8 +54,10 @@ from blackwidow.store.cassandra_rows import (
     day_of,
     grouped,
     id_bucket,
+    packed,
     thread_rows,
     unfinished,
+    unset_none,
     utc,
 )
 from blackwidow.store.cassandra_statements import Statements
@@ -200,8 +203,11 @@ class CassandraStore:
         if decided.new:
             self._id_writes.begin(threads.key(item) for item, _ in decided.new)
             undone = [(i, t) for i, t in decided.new if unfinished(found.get(threads.key(i)))]
-            self._run(session, self._pending_rows(st, undone))  # first
-            self._run(session, self._item_rows(st, decided.new))
+            first = {threads.key(item) for item, _ in decided.new} - found.keys()
+            with ThreadPoolExecutor(1, "cassandra-rows") as binding:  # while the ids are sent
+                rows = binding.submit(self._item_rows, st, decided.new, first)
+                self._run(session, self._pending_rows(st, undone, first))  # first
+                self._run(session, rows.result())
             self._move(session, st, decided.moves)
             self._confirm(session, st, decided.new)
         self._id_writes.answered(keys)
@@ -230,17 +236,21 @@ class CassandraStore:
             )
         return found
 
-    def _item_rows(self, st: Statements, new: list[tuple[Item, Ttls]]) -> Work:
+    def _item_rows(
+        self, st: Statements, new: list[tuple[Item, Ttls]], first: Collection[threads.Key]
+    ) -> Work:
         """Rows of items_by_crawler, crawler_days and items_by_conversation, by partition,
-        each with its write's retention."""
+        each with its write's retention; an item with no id row found is written the `first`
+        time (cassandra_rows.unset_none)."""
         work: Work = []
-        for ttl, items in grouped(new, lambda pair: pair[1].ttl).items():
-            members = [item for item, _ in items]
+        groups = grouped(new, lambda pair: (pair[1].ttl, threads.key(pair[0]) in first))
+        for (ttl, written_first), pairs in groups.items():
+            items = [item for item, _ in pairs]
             day_ttl = ttl + int(DAY.total_seconds()) if ttl else 0  # outlives the day's items
-            days = {(crawler_of(item), day_of(item.fetched_at)) for item in members}
-            work += crawler_rows(st, members, ttl)
+            days = {(crawler_of(item), day_of(item.fetched_at)) for item in items}
+            work += crawler_rows(st, items, ttl, written_first)
             work += [(st.insert_day, (crawler, day, day_ttl)) for crawler, day in days]
-            work += thread_rows(st, members, ttl)
+            work += thread_rows(st, items, ttl, written_first)
         return work
 
     def _move(
@@ -272,51 +282,48 @@ class CassandraStore:
         keys = [(row.conversation_id, row.sort_at, row.crawler_id, row.item_id) for row in rows]
         self._run(session, [(st.delete_thread_row, key) for key in keys])
 
-    def _pending_rows(self, st: Statements, new: list[tuple[Item, Ttls]]) -> Work:
+    def _pending_rows(
+        self, st: Statements, new: list[tuple[Item, Ttls]], first: Collection[threads.Key]
+    ) -> Work:
         """Id rows marked pending, written before the items' rows: a re-delivery after a crash
         finds the first fetch's time and writes the same rows again instead of new ones.
         Ids outlive retention: an item is never stored twice, as SQLite's rows do; with time
         segments they live `id_ttl` (sources.segments.id_ttl), past which no one asks."""
         writer = self._id_writes.writer
-        return batches(
-            st.insert_pending_id,
-            grouped(new, lambda pair: bucket_of_item(pair[0])),
-            lambda key, pair: (
-                *key,
-                pair[0].id,
-                pair[0].fetched_at,
-                pair[0].conversation_id,
-                writer,
-                pair[1].id_ttl,
-            ),
-        )
+
+        def values(bucket: Bucket, pair: tuple[Item, Ttls]) -> tuple[Any, ...]:
+            item, ttls = pair
+            row = (*bucket, item.id, item.fetched_at, item.conversation_id, writer, ttls.id_ttl)
+            return unset_none(row) if threads.key(item) in first else row
+
+        by_bucket = grouped(new, lambda pair: bucket_of_item(pair[0]))
+        return batches(st.insert_pending_id, by_bucket, values, st.place)
 
     def _confirm(self, session: Session, st: Statements, new: list[tuple[Item, Ttls]]) -> None:
-        """The commit mark, written last: one batch per bucket confirms its ids with this
-        writer's total there, one mutation, carrying the confirms not yet acknowledged
-        (IdWriteMemory); the batches that were acknowledged are recorded even when one fails.
-        A carried confirm takes the id lifetime of the bucket's new items."""
+        """The commit mark, written last: per bucket, its ids confirmed with this writer's
+        total there, one mutation, carrying the confirms not yet acknowledged (IdWriteMemory);
+        buckets on one replica share a batch. The buckets whose batch was acknowledged are
+        recorded even when another fails. A carried confirm takes the id lifetime of the
+        bucket's new items."""
         writer = self._id_writes.writer
         id_ttls = {item.id: ttls.id_ttl for item, ttls in new}
-        work: Work = []
-        carried: list[tuple[Bucket, list[str]]] = []
+        parts: list[tuple[list[BoundStatement], tuple[Bucket, list[str]]]] = []
         for bucket, pairs in grouped(new, lambda pair: bucket_of_item(pair[0])).items():
             item_ids, total = self._id_writes.confirm(bucket, [item.id for item, _ in pairs])
-            batch = BatchStatement(batch_type=BatchType.UNLOGGED)
-            batch.is_idempotent = True
-            for item_id in item_ids:
-                id_ttl = id_ttls.get(item_id, pairs[0][1].id_ttl)
-                batch.add(st.confirm_id, (id_ttl, writer, *bucket, item_id))
-            batch.add(st.set_bucket_total, (total, *bucket, writer))
-            work.append((batch, None))
-            carried.append((bucket, item_ids))
+            rows = [
+                st.confirm_id.bind((id_ttls.get(i, pairs[0][1].id_ttl), writer, *bucket, i))
+                for i in item_ids
+            ]
+            rows.append(st.set_bucket_total.bind((total, *bucket, writer)))
+            parts.append((rows, (bucket, item_ids)))
+        batched = packed(parts, st.place)
         results = execute_concurrent(
-            session, work, concurrency=IN_FLIGHT, raise_on_first_error=False
+            session, [(batch, None) for batch, _ in batched], IN_FLIGHT, False
         )
-        errors = [result for ok, result in results if not ok]
-        for (bucket, item_ids), (ok, _) in zip(carried, results, strict=True):
-            if ok:
+        for (_, carried), (ok, _) in zip(batched, results, strict=True):
+            for bucket, item_ids in carried if ok else ():
                 self._id_writes.acked(bucket, item_ids)
+        errors = [result for ok, result in results if not ok]
         if errors:
             raise errors[0]
 

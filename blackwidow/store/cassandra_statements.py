@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from cassandra.cluster import Session
-from cassandra.query import PreparedStatement
+from cassandra.metadata import Metadata
+from cassandra.query import BoundStatement, PreparedStatement
 
 ITEM = "source, url, title, text, author, published_at, in_reply_to, html"  # in both tables
 _ITEM_MARKS = ", ".join("?" for _ in ITEM.split(","))
@@ -37,13 +39,27 @@ class Statements:
     day_window_published: PreparedStatement
     conversation: PreparedStatement
     words: bool  # items are written with their words, for search (the store's `search` option)
+    place: Callable[[BoundStatement], Hashable]  # the replica a row's batch is sent to
 
     @classmethod
     def prepare(cls, session: Session, ks: str, words: bool) -> Statements:
         prepared = {name: session.prepare(text) for name, text in _texts(ks).items()}
         for statement in prepared.values():
             statement.is_idempotent = True  # plain upserts and reads: a retry repeats, not adds
-        return cls(**prepared, words=words)
+        return cls(**prepared, words=words, place=_first_replica(session.cluster.metadata))
+
+
+def _first_replica(metadata: Metadata) -> Callable[[BoundStatement], Hashable]:
+    """Where a row's partition lives: its first replica, the host token-aware routing sends
+    a batch to (None where the driver knows no ring, when every batch is alike)."""
+
+    def place(row: BoundStatement) -> Hashable:
+        if row.routing_key is None:
+            return None
+        replicas = metadata.get_replicas(row.keyspace, row.routing_key)
+        return replicas[0].host_id if replicas else None
+
+    return place
 
 
 def _texts(ks: str) -> dict[str, str]:
