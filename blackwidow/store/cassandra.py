@@ -216,17 +216,23 @@ class CassandraStore:
     def _stored(
         self, session: Session, st: Statements, keys: Collection[threads.Key]
     ) -> dict[threads.Key, IdRow]:
-        """The id rows of these items that exist, pending or not: one read per bucket."""
-        groups: dict[tuple[int, int], list[str]] = defaultdict(list)
-        for crawler, item_id in sorted(keys):
-            groups[(crawler, id_bucket(item_id))].append(item_id)
-        reads: Work = [
-            (st.stored_ids, (crawler, bucket, chunk))
-            for (crawler, bucket), item_ids in groups.items()
-            for chunk in chunks(item_ids, IDS_PER_READ)
-        ]
+        """The id rows of these items that exist, pending or not: a crawler's few ids (up to
+        IDS_PER_READ) in one read of all their buckets, more in one read per bucket."""
+        by_crawler = grouped(sorted(keys), lambda key: key[0])
+        reads: Work = []
+        for crawler, some in by_crawler.items():
+            item_ids = [item_id for _, item_id in some]
+            if len(item_ids) <= IDS_PER_READ:
+                buckets = sorted({id_bucket(item_id) for item_id in item_ids})
+                reads.append((st.stored_ids_of_buckets, (crawler, buckets, item_ids)))
+                continue
+            for bucket, members in grouped(item_ids, id_bucket).items():
+                reads += [
+                    (st.stored_ids, (crawler, bucket, chunk))
+                    for chunk in chunks(members, IDS_PER_READ)
+                ]
         found = {}
-        for (_, (crawler, _, _)), rows in zip(reads, self._run(session, reads), strict=True):
+        for (_, (crawler, *_)), rows in zip(reads, self._run(session, reads), strict=True):
             found.update(
                 (
                     (crawler, row.item_id),

@@ -30,6 +30,7 @@ class Statements:
     set_id_conversation: PreparedStatement
     delete_thread_row: PreparedStatement
     stored_ids: PreparedStatement
+    stored_ids_of_buckets: PreparedStatement
     bucket_ids: PreparedStatement
     thread_rows: PreparedStatement
     totals: PreparedStatement
@@ -84,6 +85,8 @@ def _texts(ks: str) -> dict[str, str]:
         " WHERE conversation_id = ? AND sort_at = ? AND crawler_id = ? AND item_id = ?",
         "stored_ids": f"SELECT item_id, conversation_id, fetched_at, writer, pending"
         f" FROM {ks}.items_by_id WHERE crawler_id = ? AND bucket = ? AND item_id IN ?",
+        "stored_ids_of_buckets": f"SELECT item_id, conversation_id, fetched_at, writer,"
+        f" pending FROM {ks}.items_by_id WHERE crawler_id = ? AND bucket IN ? AND item_id IN ?",
         "bucket_ids": f"SELECT item_id FROM {ks}.items_by_id WHERE crawler_id = ? AND bucket = ?",
         "thread_rows": f"SELECT conversation_id, sort_at, crawler_id, item_id, fetched_at,"
         f" {ITEM}, TTL(source) AS remaining FROM {ks}.items_by_conversation"
