@@ -1,14 +1,15 @@
 """Cassandra store: the distributed back end for real volume (BLACKWIDOW_STORE=cassandra://...).
 
-Writes are pipelined: rows are grouped into single-partition unlogged batches (one mutation
-each on the replicas, never a cross-partition batch) and sent with a bounded number in flight.
-Every statement is an idempotent upsert, safe for the driver to retry. An item's id row is
-written first, pending, then its rows, then a confirm that carries the writer's total in the
-same mutation: an item is new when its id is absent or still pending, or is the writer's own
-for a call whose answer was lost (blackwidow.store.id_write_memory), so a write cut off anywhere
-is completed by the retry, counted once, and a re-delivery keeps the first fetch time. The
-same reads of items_by_id find the conversations of the batch's parents, so replies join
-their thread's root (blackwidow.store.threads) at no extra round trip."""
+Writes are pipelined: a partition's rows go in one unlogged batch (one mutation on its
+replicas), several partitions' few rows share a batch when they have the same first replica,
+and batches are sent with a bounded number in flight. Every statement is an idempotent upsert,
+safe for the driver to retry; `add_many` makes many callers' writes in the same rounds.
+An item's id row is written first, pending, then its rows, then a confirm that carries the
+writer's total in the same mutation: an item is new when its id is absent or still pending, or
+is the writer's own for a call whose answer was lost (blackwidow.store.id_write_memory), so a
+write cut off anywhere is completed by the retry, counted once, and a re-delivery keeps the
+first fetch time. The same reads of items_by_id find the conversations of the batch's parents,
+so replies join their thread's root (blackwidow.store.threads) at no extra round trip."""
 
 from __future__ import annotations
 
