@@ -6,7 +6,9 @@ For each store, two shapes of write, each timed against its baseline in the same
   that writes one item per synchronous round trip;
 - many crawlers (a node's subscribers, WRITES writes of PER_WRITE items each): Store.add_many,
   WRITES writes a call, as a node's group commit makes them, against the path before it, one
-  Store.add per write, one at a time and from WRITES threads at once.
+  Store.add per write, one at a time and from WRITES threads at once; and the node's path,
+  WRITES threads writing through a group commit. The paths take turns, ROUNDS each, and each
+  one's median is printed.
 
 Cassandra's figures add the CPU each item cost the client and, where the server runs on this
 machine, the server, and the requests sent per item. Both first write WARMUP items untimed,
@@ -42,6 +44,7 @@ from blackwidow.store import Store, Write, open_store, upgrade_store
 from blackwidow.store.cassandra import make_cluster
 from blackwidow.store.cassandra_config import parse
 from sources.model import Item, utc_text
+from spawn.delivery.group_commit import GroupCommit
 from tests.services.cassandra import Cassandra
 from tests.services.server import port_answers
 
@@ -49,6 +52,7 @@ BATCH = 1000
 WARMUP = 10_000
 WRITES = 20  # crawlers' writes in one Store.add_many, as a node's group commit gathers them
 PER_WRITE = 50  # items in each: a feed's new entries
+ROUNDS = 3  # turns each many-crawler path takes, its median reported
 
 
 def make_items(count: int, crawler_id: int) -> list[Item]:
@@ -176,18 +180,37 @@ def add_many(store: Store, calls: list[list[Write]]) -> None:
         store.add_many(writes)
 
 
+def group_commit_at_once(store: Store, calls: list[list[Write]]) -> None:
+    """The node's path: the writes of each round from threads at once, through one group
+    commit (spawn.delivery.group_commit), which gathers what waits into add_many calls."""
+    commits = GroupCommit(store.add_many)
+    with ThreadPoolExecutor(WRITES) as threads:
+        for writes in calls:
+            list(threads.map(commits.add, writes))
+
+
 def many_crawlers(meter: Meter, store: Store, count: int, first_crawler: int) -> None:
-    """Each path over items of crawlers of its own, in one run, each against the first."""
+    """Each path over items of crawlers of its own, ROUNDS times in turn (the machine's load
+    drifts), each path's median round against the first path's."""
     paths = (
         ("one add per write", one_add_each),
         (f"one add per write, {WRITES} threads", one_add_each_at_once),
         (f"add_many of {WRITES} writes", add_many),
+        (f"group commit, {WRITES} threads", group_commit_at_once),
     )
-    baseline = 0.0
-    for number, (name, path) in enumerate(paths):
-        calls = crawlers_writes(count, first_crawler + number * WRITES)
-        figure = meter.run(count, lambda path=path, calls=calls: path(store, calls))
-        baseline = baseline or figure.rate
+    runs: dict[str, list[Figure]] = {name: [] for name, _ in paths}
+    crawler = first_crawler
+    for _ in range(ROUNDS):
+        for name, path in paths:
+            calls = crawlers_writes(count // ROUNDS, crawler)
+            crawler += WRITES
+            written = sum(len(write.items) for writes in calls for write in writes)
+            runs[name].append(meter.run(written, lambda p=path, c=calls: p(store, c)))
+    medians = {
+        name: sorted(figures, key=lambda f: f.rate)[ROUNDS // 2] for name, figures in runs.items()
+    }
+    baseline = medians[paths[0][0]].rate
+    for name, figure in medians.items():
         print(f"  {name:31} {figure}   {figure.rate / baseline:4.1f}x")
 
 

@@ -19,7 +19,6 @@ import threading
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from cassandra import OperationTimedOut, ProtocolVersion, RequestExecutionException
@@ -205,10 +204,8 @@ class CassandraStore:
             self._id_writes.begin(threads.key(item) for item, _ in decided.new)
             undone = [(i, t) for i, t in decided.new if unfinished(found.get(threads.key(i)))]
             first = {threads.key(item) for item, _ in decided.new} - found.keys()
-            with ThreadPoolExecutor(1, "cassandra-rows") as binding:  # while the ids are sent
-                rows = binding.submit(self._item_rows, st, decided.new, first)
-                self._run(session, self._pending_rows(st, undone, first))  # first
-                self._run(session, rows.result())
+            self._run(session, self._pending_rows(st, undone, first))  # first
+            self._run(session, self._item_rows(st, decided.new, first))
             self._move(session, st, decided.moves)
             self._confirm(session, st, decided.new)
         self._id_writes.answered(keys)
