@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from blackwidow.store import cassandra_config
-from blackwidow.store.base import SearchUnsupported, Store, StoreUnavailable
+from blackwidow.store.base import SearchUnsupported, Store, StoreUnavailable, Write
 from blackwidow.store.sqlite import SqliteStore
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "SqliteStore",
     "Store",
     "StoreUnavailable",
+    "Write",
     "open_store",
     "upgrade_store",
 ]

@@ -7,6 +7,7 @@ Instants are kept to the millisecond (Cassandra's `timestamp` precision) and rea
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from blackwidow.store.windows import EVERYTHING, Page, Window
@@ -19,6 +20,16 @@ class StoreUnavailable(Exception):
 
 class SearchUnsupported(Exception):
     """This store cannot search items' words (the message says why): never answered by a scan."""
+
+
+@dataclass(frozen=True)
+class Write:
+    """One caller's write in a batch (`Store.add_many`): what it would pass to `add`."""
+
+    items: Sequence[Item]
+    ttl: int | None = None
+    id_ttl: int | None = None
+    unseen: Collection[tuple[int, str]] = ()
 
 
 class Store(Protocol):
@@ -45,6 +56,16 @@ class Store(Protocol):
         and replies stored before it move there too (blackwidow.store.threads); the items
         returned carry the conversation they were stored in.
         Raises StoreUnavailable when the store does not answer.
+        """
+        ...
+
+    def add_many(self, writes: Sequence[Write]) -> list[list[Item]]:
+        """Several callers' writes in one go (one transaction, or one round of requests);
+        for each, in order, the items `add` would have returned had the writes been made one
+        after another: an item in two writes is new to the first only, a reply joins a parent
+        an earlier write stored, each write keeps its own retention.
+        Raises StoreUnavailable for all of them (each is retried as after a failed `add`), and
+        ValueError, storing nothing, when an item of any of them has no crawler_id.
         """
         ...
 

@@ -1,14 +1,15 @@
 """Cassandra store: the distributed back end for real volume (BLACKWIDOW_STORE=cassandra://...).
 
-Writes are pipelined: rows are grouped into single-partition unlogged batches (one mutation
-each on the replicas, never a cross-partition batch) and sent with a bounded number in flight.
-Every statement is an idempotent upsert, safe for the driver to retry. An item's id row is
-written first, pending, then its rows, then a confirm that carries the writer's total in the
-same mutation: an item is new when its id is absent or still pending, or is the writer's own
-for a call whose answer was lost (blackwidow.store.id_write_memory), so a write cut off anywhere
-is completed by the retry, counted once, and a re-delivery keeps the first fetch time. The
-same reads of items_by_id find the conversations of the batch's parents, so replies join
-their thread's root (blackwidow.store.threads) at no extra round trip."""
+Writes are pipelined: a partition's rows go in one unlogged batch (one mutation on its
+replicas), several partitions' few rows share a batch when they have the same first replica,
+and batches are sent with a bounded number in flight. Every statement is an idempotent upsert,
+safe for the driver to retry; `add_many` makes many callers' writes in the same rounds.
+An item's id row is written first, pending, then its rows, then a confirm that carries the
+writer's total in the same mutation: an item is new when its id is absent or still pending, or
+is the writer's own for a call whose answer was lost (blackwidow.store.id_write_memory), so a
+write cut off anywhere is completed by the retry, counted once, and a re-delivery keeps the
+first fetch time. The same reads of items_by_id find the conversations of the batch's parents,
+so replies join their thread's root (blackwidow.store.threads) at no extra round trip."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ import threading
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from cassandra import OperationTimedOut, ProtocolVersion, RequestExecutionException
@@ -36,10 +36,10 @@ from cassandra.policies import (
     ExponentialReconnectionPolicy,
     TokenAwarePolicy,
 )
-from cassandra.query import BatchStatement, BatchType
+from cassandra.query import BoundStatement
 
-from blackwidow.store import cassandra_reads, cassandra_schema, threads
-from blackwidow.store.base import SearchUnsupported, StoreUnavailable
+from blackwidow.store import cassandra_reads, cassandra_schema, cassandra_writes, threads
+from blackwidow.store.base import SearchUnsupported, StoreUnavailable, Write
 from blackwidow.store.cassandra_config import CassandraConfig
 from blackwidow.store.cassandra_rows import (
     BUCKETS,
@@ -52,14 +52,16 @@ from blackwidow.store.cassandra_rows import (
     crawler_of,
     crawler_rows,
     day_of,
-    first_fetch,
     grouped,
     id_bucket,
+    packed,
     thread_rows,
     unfinished,
+    unset_none,
     utc,
 )
 from blackwidow.store.cassandra_statements import Statements
+from blackwidow.store.cassandra_writes import Ttls
 from blackwidow.store.id_write_memory import Bucket, IdRow, IdWriteMemory
 from blackwidow.store.windows import EVERYTHING, Page, Window
 from sources.model import Item
@@ -76,16 +78,6 @@ _UNAVAILABLE = (
     OSError,
 )
 _Result = TypeVar("_Result")
-
-
-@dataclass(frozen=True)
-class _Write:
-    """What one `add` asks besides its items: the TTLs in seconds (0: none) and the keys the
-    caller vouches are not stored (a seen-set's "definitely new"), whose ids are not read."""
-
-    ttl: int
-    id_ttl: int
-    unseen: frozenset[threads.Key]
 
 
 def make_cluster(config: CassandraConfig) -> Cluster:
@@ -174,17 +166,20 @@ class CassandraStore:
         id_ttl: int | None = None,
         unseen: Collection[threads.Key] = (),
     ) -> list[Item]:
-        if any(item.crawler_id is None for item in items):
+        return self.add_many([Write(items, ttl, id_ttl, unseen)])[0]
+
+    def add_many(self, writes: Sequence[Write]) -> list[list[Item]]:
+        """All the writes in one round of requests (cassandra_writes decides, write by write,
+        what each takes as new), holding the lock of every crawler they write."""
+        if any(item.crawler_id is None for write in writes for item in write.items):
             raise ValueError("every item needs a crawler_id before it is stored")
-        unique = list({(item.crawler_id, item.id): item for item in reversed(items)}.values())
-        unique.reverse()  # the first copy of a repeated item wins, in the order given
-        if not unique:
-            return []
+        if not any(write.items for write in writes):
+            return [[] for _ in writes]
+        crawlers = {crawler_of(item) for write in writes for item in write.items}
         with contextlib.ExitStack() as held:
-            for crawler_id in sorted({crawler_of(item) for item in unique}):
+            for crawler_id in sorted(crawlers):
                 held.enter_context(self._crawler_lock(crawler_id))
-            write = _Write(ttl or 0, id_ttl or 0, frozenset(unseen))
-            return self._call(lambda session, st: self._add(session, st, unique, write))
+            return self._call(lambda session, st: self._add(session, st, writes))
 
     def _crawler_lock(self, crawler_id: int) -> threading.Lock:
         """Check-then-write is atomic per crawler within this process; across nodes, a crawler
@@ -193,46 +188,49 @@ class CassandraStore:
         with self._lock:
             return self._crawler_locks[crawler_id]
 
-    def _add(
-        self, session: Session, st: Statements, items: list[Item], write: _Write
-    ) -> list[Item]:
-        keys = [threads.key(item) for item in items]
+    def _add(self, session: Session, st: Statements, writes: Sequence[Write]) -> list[list[Item]]:
+        keys = [threads.key(item) for write in writes for item in write.items]
         unacked = self._id_writes.unacked({crawler for crawler, _ in keys})
-        asked = [key for key in keys if key not in write.unseen]  # the caller vouches for these
-        found = self._stored(session, st, {*asked, *threads.parent_keys(items), *unacked})
-        fresh = self._id_writes.new_keys(keys, found)
-        conversations = {key: row.conversation_id for key, row in found.items()}
-        pairs = zip(items, threads.rooted(items, conversations), strict=True)
-        added = [
-            (given, first_fetch(item, found.get(key)))
-            for key, (given, item) in zip(keys, pairs, strict=True)
-            if key in fresh
-        ]
-        new = [item for _, item in added]
-        if new:
-            self._id_writes.begin(fresh)
-            undone = [i for i in new if unfinished(found.get(threads.key(i)))]
-            self._run(session, self._pending_rows(st, undone, write.id_ttl))  # first
-            self._run(session, self._item_rows(st, new, write.ttl))
-            self._move(session, st, threads.re_roots(added), write.id_ttl)
-            self._confirm(session, st, new, write.id_ttl)
+        asked = {  # the keys some write does not vouch for
+            threads.key(item)
+            for write in writes
+            for item in write.items
+            if threads.key(item) not in write.unseen
+        }
+        parents = threads.parent_keys(item for write in writes for item in write.items)
+        found = self._stored(session, st, {*asked, *parents, *unacked})
+        decided = cassandra_writes.decide(writes, found, self._id_writes.new_keys(keys, found))
+        if decided.new:
+            self._id_writes.begin(threads.key(item) for item, _ in decided.new)
+            undone = [(i, t) for i, t in decided.new if unfinished(found.get(threads.key(i)))]
+            first = {threads.key(item) for item, _ in decided.new} - found.keys()
+            self._run(session, self._pending_rows(st, undone, first))  # first
+            self._run(session, self._item_rows(st, decided.new, first))
+            self._move(session, st, decided.moves)
+            self._confirm(session, st, decided.new)
         self._id_writes.answered(keys)
-        return new
+        return decided.answers
 
     def _stored(
         self, session: Session, st: Statements, keys: Collection[threads.Key]
     ) -> dict[threads.Key, IdRow]:
-        """The id rows of these items that exist, pending or not: one read per bucket."""
-        groups: dict[tuple[int, int], list[str]] = defaultdict(list)
-        for crawler, item_id in sorted(keys):
-            groups[(crawler, id_bucket(item_id))].append(item_id)
-        reads: Work = [
-            (st.stored_ids, (crawler, bucket, chunk))
-            for (crawler, bucket), item_ids in groups.items()
-            for chunk in chunks(item_ids, IDS_PER_READ)
-        ]
+        """The id rows of these items that exist, pending or not: a crawler's few ids (up to
+        IDS_PER_READ) in one read of all their buckets, more in one read per bucket."""
+        by_crawler = grouped(sorted(keys), lambda key: key[0])
+        reads: Work = []
+        for crawler, some in by_crawler.items():
+            item_ids = [item_id for _, item_id in some]
+            if len(item_ids) <= IDS_PER_READ:
+                buckets = sorted({id_bucket(item_id) for item_id in item_ids})
+                reads.append((st.stored_ids_of_buckets, (crawler, buckets, item_ids)))
+                continue
+            for bucket, members in grouped(item_ids, id_bucket).items():
+                reads += [
+                    (st.stored_ids, (crawler, bucket, chunk))
+                    for chunk in chunks(members, IDS_PER_READ)
+                ]
         found = {}
-        for (_, (crawler, _, _)), rows in zip(reads, self._run(session, reads), strict=True):
+        for (_, (crawler, *_)), rows in zip(reads, self._run(session, reads), strict=True):
             found.update(
                 (
                     (crawler, row.item_id),
@@ -242,18 +240,25 @@ class CassandraStore:
             )
         return found
 
-    def _item_rows(self, st: Statements, items: list[Item], ttl: int) -> Work:
-        """Rows of items_by_crawler, crawler_days and items_by_conversation, by partition."""
-        day_ttl = ttl + int(DAY.total_seconds()) if ttl else 0  # outlives the day's items
-        days = {(crawler_of(item), day_of(item.fetched_at)) for item in items}
-        return [
-            *crawler_rows(st, items, ttl),
-            *((st.insert_day, (crawler, day, day_ttl)) for crawler, day in days),
-            *thread_rows(st, items, ttl),
-        ]
+    def _item_rows(
+        self, st: Statements, new: list[tuple[Item, Ttls]], first: Collection[threads.Key]
+    ) -> Work:
+        """Rows of items_by_crawler, crawler_days and items_by_conversation, by partition,
+        each with its write's retention; an item with no id row found is written the `first`
+        time (cassandra_rows.unset_none)."""
+        work: Work = []
+        groups = grouped(new, lambda pair: (pair[1].ttl, threads.key(pair[0]) in first))
+        for (ttl, written_first), pairs in groups.items():
+            items = [item for item, _ in pairs]
+            day_ttl = ttl + int(DAY.total_seconds()) if ttl else 0  # outlives the day's items
+            days = {(crawler_of(item), day_of(item.fetched_at)) for item in items}
+            work += crawler_rows(st, items, ttl, written_first)
+            work += [(st.insert_day, (crawler, day, day_ttl)) for crawler, day in days]
+            work += thread_rows(st, items, ttl, written_first)
+        return work
 
     def _move(
-        self, session: Session, st: Statements, moves: dict[threads.Key, str], id_ttl: int
+        self, session: Session, st: Statements, moves: dict[threads.Key, tuple[str, Ttls]]
     ) -> None:
         """Fold each conversation a new reply names into the reply's root (threads.re_roots).
 
@@ -271,52 +276,58 @@ class CassandraStore:
             for row in result
             if (row.crawler_id, row.conversation_id) in moves
         ]
-        self._run(session, copies(st, rows, moves, id_ttl))
+        roots = {conversation: root for conversation, (root, _) in moves.items()}
+        work: Work = []
+        for ttls, group in grouped(
+            rows, lambda r: moves[r.crawler_id, r.conversation_id][1]
+        ).items():
+            work += copies(st, group, roots, ttls.id_ttl)
+        self._run(session, work)
         keys = [(row.conversation_id, row.sort_at, row.crawler_id, row.item_id) for row in rows]
         self._run(session, [(st.delete_thread_row, key) for key in keys])
 
-    def _pending_rows(self, st: Statements, items: list[Item], id_ttl: int) -> Work:
+    def _pending_rows(
+        self, st: Statements, new: list[tuple[Item, Ttls]], first: Collection[threads.Key]
+    ) -> Work:
         """Id rows marked pending, written before the items' rows: a re-delivery after a crash
         finds the first fetch's time and writes the same rows again instead of new ones.
         Ids outlive retention: an item is never stored twice, as SQLite's rows do; with time
         segments they live `id_ttl` (sources.segments.id_ttl), past which no one asks."""
         writer = self._id_writes.writer
-        return batches(
-            st.insert_pending_id,
-            grouped(items, bucket_of_item),
-            lambda key, item: (
-                *key,
-                item.id,
-                item.fetched_at,
-                item.conversation_id,
-                writer,
-                id_ttl,
-            ),
-        )
 
-    def _confirm(self, session: Session, st: Statements, items: list[Item], id_ttl: int) -> None:
-        """The commit mark, written last: one batch per bucket confirms its ids with this
-        writer's total there, one mutation, carrying the confirms not yet acknowledged
-        (IdWriteMemory); the batches that were acknowledged are recorded even when one fails."""
+        def values(bucket: Bucket, pair: tuple[Item, Ttls]) -> tuple[Any, ...]:
+            item, ttls = pair
+            row = (*bucket, item.id, item.fetched_at, item.conversation_id, writer, ttls.id_ttl)
+            return unset_none(row) if threads.key(item) in first else row
+
+        by_bucket = grouped(new, lambda pair: bucket_of_item(pair[0]))
+        return batches(st.insert_pending_id, by_bucket, values, st.place)
+
+    def _confirm(self, session: Session, st: Statements, new: list[tuple[Item, Ttls]]) -> None:
+        """The commit mark, written last: per bucket, its ids confirmed with this writer's
+        total there, one mutation, carrying the confirms not yet acknowledged (IdWriteMemory);
+        buckets on one replica share a batch. The buckets whose batch was acknowledged are
+        recorded even when another fails. A carried confirm takes the id lifetime of the
+        bucket's new items."""
         writer = self._id_writes.writer
-        work: Work = []
-        carried: list[tuple[Bucket, list[str]]] = []
-        for bucket, members in grouped(items, bucket_of_item).items():
-            item_ids, total = self._id_writes.confirm(bucket, [item.id for item in members])
-            batch = BatchStatement(batch_type=BatchType.UNLOGGED)
-            batch.is_idempotent = True
-            for item_id in item_ids:
-                batch.add(st.confirm_id, (id_ttl, writer, *bucket, item_id))
-            batch.add(st.set_bucket_total, (total, *bucket, writer))
-            work.append((batch, None))
-            carried.append((bucket, item_ids))
+        id_ttls = {item.id: ttls.id_ttl for item, ttls in new}
+        parts: list[tuple[list[BoundStatement], tuple[Bucket, list[str]]]] = []
+        for bucket, pairs in grouped(new, lambda pair: bucket_of_item(pair[0])).items():
+            item_ids, total = self._id_writes.confirm(bucket, [item.id for item, _ in pairs])
+            rows = [
+                st.confirm_id.bind((id_ttls.get(i, pairs[0][1].id_ttl), writer, *bucket, i))
+                for i in item_ids
+            ]
+            rows.append(st.set_bucket_total.bind((total, *bucket, writer)))
+            parts.append((rows, (bucket, item_ids)))
+        batched = packed(parts, st.place)
         results = execute_concurrent(
-            session, work, concurrency=IN_FLIGHT, raise_on_first_error=False
+            session, [(batch, None) for batch, _ in batched], IN_FLIGHT, False
         )
-        errors = [result for ok, result in results if not ok]
-        for (bucket, item_ids), (ok, _) in zip(carried, results, strict=True):
-            if ok:
+        for (_, carried), (ok, _) in zip(batched, results, strict=True):
+            for bucket, item_ids in carried if ok else ():
                 self._id_writes.acked(bucket, item_ids)
+        errors = [result for ok, result in results if not ok]
         if errors:
             raise errors[0]
 

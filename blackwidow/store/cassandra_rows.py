@@ -1,6 +1,8 @@
 """How items become the Cassandra store's rows, and rows items again: no I/O.
 
-Rows are grouped by partition into unlogged batches, each a single mutation on the replicas.
+Rows are grouped by partition into unlogged batches: a partition's rows in one batch are a
+single mutation on its replicas, and the few rows of several partitions that live on the same
+replica share a batch, one request (`packed`).
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import zlib
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -16,6 +18,7 @@ from cassandra.query import (
     UNSET_VALUE,
     BatchStatement,
     BatchType,
+    BoundStatement,
     PreparedStatement,
     Statement,
 )
@@ -27,7 +30,9 @@ from blackwidow.store.windows import words
 from sources.model import Item
 
 BUCKETS = 16  # items_by_id partitions per crawler
-ROWS_PER_BATCH = 64  # rows in one single-partition batch
+ROWS_PER_BATCH = 64  # rows in one batch, unless one partition's part of a write has more
+PARTITIONS_PER_BATCH = 10  # Cassandra warns of unlogged batches over more partitions than this
+SPREAD = 16  # requests a round is spread over at least, where it has as many partitions
 DAY = timedelta(days=1)
 
 _Key = TypeVar("_Key")
@@ -80,36 +85,65 @@ def chunks(items: list[_T], size: int) -> Iterator[list[_T]]:
 
 def batches(
     statement: PreparedStatement,
-    groups: dict[_Key, list[Item]],
-    values: Callable[[_Key, Item], tuple[Any, ...]],
+    groups: dict[_Key, list[_T]],
+    values: Callable[[_Key, _T], tuple[Any, ...]],
+    place: Callable[[BoundStatement], Hashable],
 ) -> Work:
-    """One unlogged batch per partition chunk: a single mutation on the replicas."""
-    work: Work = []
-    for key, members in groups.items():
-        for chunk in chunks(members, ROWS_PER_BATCH):
-            batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+    """Each group one partition: its rows bound, ROWS_PER_BATCH at most together, and
+    `packed` into batches by the replica `place` names."""
+    parts = [
+        ([statement.bind(values(key, member)) for member in chunk], None)
+        for key, members in groups.items()
+        for chunk in chunks(members, ROWS_PER_BATCH)
+    ]
+    return [(batch, None) for batch, _ in packed(parts, place)]
+
+
+def packed(
+    parts: list[tuple[list[BoundStatement], _T]], place: Callable[[BoundStatement], Hashable]
+) -> list[tuple[BatchStatement, list[_T]]]:
+    """Unlogged batches of partitions' parts (each a list of one partition's rows, with a tag),
+    each batch's parts all on the replica `place` names for its first row, so a batch is one
+    request to a replica of all it holds, and each part one mutation there. A part is never
+    split; a batch takes parts while it has room (ROWS_PER_BATCH, PARTITIONS_PER_BATCH), and
+    only as many as keep the round in SPREAD requests or more: the server works on several
+    requests at once, and a few parts alone are done sooner apart than together.
+    Returns each batch with the tags of its parts."""
+    done: list[tuple[BatchStatement, list[_T]]] = []
+    filling: dict[Hashable, tuple[BatchStatement, list[_T]]] = {}
+    most = min(PARTITIONS_PER_BATCH, max(1, len(parts) // SPREAD))
+    for rows, tag in parts:
+        where = place(rows[0])
+        batch, tags = filling.get(where, (None, []))
+        if batch is None or len(batch) + len(rows) > ROWS_PER_BATCH or len(tags) == most:
+            batch, tags = BatchStatement(batch_type=BatchType.UNLOGGED), []
             batch.is_idempotent = True
-            for item in chunk:
-                batch.add(statement, values(key, item))
-            work.append((batch, None))
-    return work
+            filling[where] = (batch, tags)
+            done.append((batch, tags))
+        for row in rows:
+            batch.add(row)
+        tags.append(tag)
+    return done
 
 
-def crawler_rows(st: Statements, items: list[Item], ttl: int) -> Work:
-    """items_by_crawler rows, one batch per (crawler, day) partition chunk; with their words
-    when the store searches, else with that column left unset (no tombstone, no cost)."""
+def unset_none(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A row's values with None left unset: for a row written the first time, a missing field
+    is then no cell at all, rather than a tombstone the server writes and later purges."""
+    return tuple(UNSET_VALUE if value is None else value for value in values)
+
+
+def crawler_rows(st: Statements, items: list[Item], ttl: int, first: bool = False) -> Work:
+    """items_by_crawler rows, by (crawler, day) partition; with their words when the store
+    searches, else with that column left unset (no tombstone, no cost). Rows written the
+    `first` time leave their missing fields unset too."""
     by_day = grouped(items, lambda item: (crawler_of(item), day_of(item.fetched_at)))
-    return batches(
-        st.insert_item,
-        by_day,
-        lambda key, item: (
-            *key,
-            *_key_values(item),
-            item.conversation_id,
-            item_words(item) if st.words else UNSET_VALUE,
-            ttl,
-        ),
-    )
+    shape = unset_none if first else tuple
+
+    def values(key: tuple[int, date], item: Item) -> tuple[Any, ...]:
+        words = item_words(item) if st.words else UNSET_VALUE
+        return shape((*key, *_key_values(item), item.conversation_id, words, ttl))
+
+    return batches(st.insert_item, by_day, values, st.place)
 
 
 def item_words(item: Any) -> set[str]:
@@ -118,10 +152,16 @@ def item_words(item: Any) -> set[str]:
     return set(words(" ".join(filter(None, (item.title, item.text, item.author)))))
 
 
-def thread_rows(st: Statements, items: list[Item], ttl: int) -> Work:
+def thread_rows(st: Statements, items: list[Item], ttl: int, first: bool = False) -> Work:
     """items_by_conversation rows of the items that are in a conversation."""
     by_thread = grouped([i for i in items if i.conversation_id], lambda i: i.conversation_id)
-    return batches(st.insert_conversation, by_thread, lambda _, item: _thread_values(item, ttl))
+    shape = unset_none if first else tuple
+    return batches(
+        st.insert_conversation,
+        by_thread,
+        lambda _, item: shape(_thread_values(item, ttl)),
+        st.place,
+    )
 
 
 def copies(st: Statements, rows: list[Any], moves: dict[threads.Key, str], id_ttl: int) -> Work:
@@ -136,6 +176,7 @@ def copies(st: Statements, rows: list[Any], moves: dict[threads.Key, str], id_tt
             st.set_id_conversation,
             grouped(items, bucket_of_item),
             lambda key, item: (id_ttl, item.conversation_id, *key, item.id),
+            st.place,
         )
     return work
 

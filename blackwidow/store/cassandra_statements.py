@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from cassandra.cluster import Session
-from cassandra.query import PreparedStatement
+from cassandra.metadata import Metadata
+from cassandra.query import BoundStatement, PreparedStatement
 
 ITEM = "source, url, title, text, author, published_at, in_reply_to, html"  # in both tables
 _ITEM_MARKS = ", ".join("?" for _ in ITEM.split(","))
@@ -28,6 +30,7 @@ class Statements:
     set_id_conversation: PreparedStatement
     delete_thread_row: PreparedStatement
     stored_ids: PreparedStatement
+    stored_ids_of_buckets: PreparedStatement
     bucket_ids: PreparedStatement
     thread_rows: PreparedStatement
     totals: PreparedStatement
@@ -37,13 +40,27 @@ class Statements:
     day_window_published: PreparedStatement
     conversation: PreparedStatement
     words: bool  # items are written with their words, for search (the store's `search` option)
+    place: Callable[[BoundStatement], Hashable]  # the replica a row's batch is sent to
 
     @classmethod
     def prepare(cls, session: Session, ks: str, words: bool) -> Statements:
         prepared = {name: session.prepare(text) for name, text in _texts(ks).items()}
         for statement in prepared.values():
             statement.is_idempotent = True  # plain upserts and reads: a retry repeats, not adds
-        return cls(**prepared, words=words)
+        return cls(**prepared, words=words, place=_first_replica(session.cluster.metadata))
+
+
+def _first_replica(metadata: Metadata) -> Callable[[BoundStatement], Hashable]:
+    """Where a row's partition lives: its first replica, the host token-aware routing sends
+    a batch to (None where the driver knows no ring, when every batch is alike)."""
+
+    def place(row: BoundStatement) -> Hashable:
+        if row.routing_key is None:
+            return None
+        replicas = metadata.get_replicas(row.keyspace, row.routing_key)
+        return replicas[0].host_id if replicas else None
+
+    return place
 
 
 def _texts(ks: str) -> dict[str, str]:
@@ -68,6 +85,8 @@ def _texts(ks: str) -> dict[str, str]:
         " WHERE conversation_id = ? AND sort_at = ? AND crawler_id = ? AND item_id = ?",
         "stored_ids": f"SELECT item_id, conversation_id, fetched_at, writer, pending"
         f" FROM {ks}.items_by_id WHERE crawler_id = ? AND bucket = ? AND item_id IN ?",
+        "stored_ids_of_buckets": f"SELECT item_id, conversation_id, fetched_at, writer,"
+        f" pending FROM {ks}.items_by_id WHERE crawler_id = ? AND bucket IN ? AND item_id IN ?",
         "bucket_ids": f"SELECT item_id FROM {ks}.items_by_id WHERE crawler_id = ? AND bucket = ?",
         "thread_rows": f"SELECT conversation_id, sort_at, crawler_id, item_id, fetched_at,"
         f" {ITEM}, TTL(source) AS remaining FROM {ks}.items_by_conversation"

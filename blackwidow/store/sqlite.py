@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from blackwidow.store import threads
-from blackwidow.store.base import StoreUnavailable
+from blackwidow.store.base import StoreUnavailable, Write
 from blackwidow.store.windows import EVERYTHING, STREAM_BATCH, Page, Window, checked, in_batches
 from sources.model import Item, utc_text
 
@@ -153,19 +153,29 @@ class SqliteStore:
         Replies join their thread's root first (blackwidow.store.threads): parents are read in
         one query per crawler, and replies stored before a new item came move to its root.
         """
-        if any(item.crawler_id is None for item in items):
+        return self.add_many([Write(items, ttl, id_ttl, unseen)])[0]
+
+    def add_many(self, writes: Sequence[Write]) -> list[list[Item]]:
+        """The writes one after another as `add` makes each, in one transaction: one commit
+        and one wait for the file's lock for them all."""
+        if any(item.crawler_id is None for write in writes for item in write.items):
             raise ValueError("every item needs a crawler_id before it is stored")
-        if not items:
-            return []
+        if not any(write.items for write in writes):
+            return [[] for _ in writes]
         with self._lock, self._transaction():
-            stored = self._conversations(threads.parent_keys(items))
-            added = [
-                (given, item)
-                for given, item in zip(items, threads.rooted(items, stored), strict=True)
-                if self._db.execute(_INSERT, _to_row(item, ttl, id_ttl)).rowcount
-            ]
-            moves = threads.re_roots(added).items()
-            self._db.executemany(_MOVE, [(root, *conversation) for conversation, root in moves])
+            return [self._insert(write) for write in writes]
+
+    def _insert(self, write: Write) -> list[Item]:
+        """One write's inserts and moves, inside the caller's transaction."""
+        items = write.items
+        stored = self._conversations(threads.parent_keys(items))
+        added = [
+            (given, item)
+            for given, item in zip(items, threads.rooted(items, stored), strict=True)
+            if self._db.execute(_INSERT, _to_row(item, write.ttl, write.id_ttl)).rowcount
+        ]
+        moves = threads.re_roots(added).items()
+        self._db.executemany(_MOVE, [(root, *conversation) for conversation, root in moves])
         return [item for _, item in added]
 
     def _conversations(self, keys: Iterable[threads.Key]) -> dict[threads.Key, str | None]:

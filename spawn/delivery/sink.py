@@ -1,7 +1,8 @@
 """The node's item sink: the store, with the queue's entries spooled around each write.
 
 Subscribers see one `add`; this is where a store or queue outage becomes an error they hold
-items for (and, once their buffer is full, backpressure on the data sources).
+items for (and, once their buffer is full, backpressure on the data sources). The writes of
+subscribers delivering at once reach the store together (spawn.delivery.group_commit).
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
-from blackwidow.store import Store, StoreUnavailable
+from blackwidow.store import Store, StoreUnavailable, Write
 from sources.model import Item
+from spawn.delivery.group_commit import GroupCommit
 from spawn.delivery.queue_outbox import Outbox
 from spawn.metrics import NodeMetrics
 
@@ -27,6 +29,7 @@ class NodeSink:
         self, store: Store, outbox: Outbox | None = None, metrics: NodeMetrics | None = None
     ) -> None:
         self._store = store
+        self._commits = GroupCommit(store.add_many)
         self._outbox = outbox
         self._metrics = metrics
         self._store_error: str | None = None
@@ -71,10 +74,11 @@ class NodeSink:
         id_ttl: int | None = None,
         unseen: Collection[tuple[int, str]] = (),
     ) -> list[Item]:
-        """One store write, timed and counted for the node's figures. A replayed write
-        (`replay_interrupted`) reads every id, as no seen-set vouches for it."""
+        """One store write, carried with those of other callers writing now, timed (its wait
+        included) and counted for the node's figures. A replayed write (`replay_interrupted`)
+        reads every id, as no seen-set vouches for it."""
         started = time.monotonic()
-        new = self._tracked(lambda: self._store.add(items, ttl, id_ttl, unseen))
+        new = self._tracked(lambda: self._commits.add(Write(items, ttl, id_ttl, unseen)))
         if self._metrics is not None:
             self._metrics.stored(new, time.monotonic() - started)
         return new

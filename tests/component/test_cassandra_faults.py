@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from blackwidow.store import StoreUnavailable, open_store
+from blackwidow.store import StoreUnavailable, Write, open_store
 from blackwidow.store.cassandra import CassandraStore
 from sources.model import Item
 from tests.servers.cql_proxy import CqlProxy
@@ -120,6 +120,32 @@ def test_a_retry_after_a_lost_reply_reports_the_items_new_exactly_once(
     assert listed(writer, one) == [(item_id, T0) for item_id in ids(items)]
     assert writer.add(items) == []  # answered now: a re-delivery is not new
     assert writer.count(one) == COUNT
+
+
+@pytest.mark.parametrize("lost", [ID_ROWS, ITEM_ROWS, CONFIRM])
+def test_a_retried_write_of_many_crawlers_reports_each_item_new_exactly_once(
+    writer: Any, proxy: CqlProxy, crawler_ids: tuple[int, ...], lost: str
+) -> None:
+    """Many crawlers' writes in one call: their few rows each share batches (several
+    partitions a request), one of which loses its reply."""
+    crawlers = [crawler_ids[0] * 100 + n for n in range(24)]
+    writes = [Write(batch(crawler)[:4]) for crawler in crawlers]
+    proxy.lose_reply(lost)
+    with pytest.raises(StoreUnavailable):
+        writer.add_many(writes)
+    assert proxy.rules_left() == 0 and proxy.lost == 1
+
+    def attempt() -> tuple[list[list[Item]]] | None:
+        try:
+            return (writer.add_many(writes),)
+        except StoreUnavailable:
+            return None
+
+    [answers] = wait_until(attempt, timeout=30, what="the store to answer")
+    assert [ids(answer) for answer in answers] == [ids(write.items) for write in writes]
+    assert [writer.count(crawler) for crawler in crawlers] == [4] * len(crawlers)
+    assert writer.add_many(writes) == [[] for _ in writes]
+    assert [len(listed(writer, crawler)) for crawler in crawlers] == [4] * len(crawlers)
 
 
 @pytest.mark.parametrize("lost", [ID_ROWS, ITEM_ROWS, CONFIRM])

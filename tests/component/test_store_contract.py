@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from blackwidow.store import Store, open_store
+from blackwidow.store import Store, Write, open_store
 from blackwidow.store.windows import BadPosition, Page, Window
 from sources.model import Item
 from tests.support import wait_until
@@ -332,6 +333,81 @@ def test_retention_hides_expired_items_but_keeps_them_counted(
     assert store.conversation_page(thread, [one, two], 1).items == store.items(two, 1)
     assert (store.count(one), store.count(two)) == (1, 1)
     assert store.add([make_item("brief", one)]) == []  # still known: never stored twice
+
+
+def batch_of_writes(one: int, two: int) -> list[Write]:
+    """Writes of two crawlers handed in together, as a node's subscribers do: an item stored
+    before, an item in two writes and twice in one, a thread whose replies come before the
+    post, a write of nothing, and a crawler whose items and ids are kept one second."""
+    root, reply, deep = thread(one)
+    return [
+        Write([make_item("old", one), make_item("x", one), deep]),
+        Write([make_item("x", one, seconds=5), make_item("y", one), reply], id_ttl=3600),
+        Write([make_item("brief", two), make_item("x", two)], ttl=1, id_ttl=1),
+        Write([]),
+        Write([make_item("z", one), make_item("z", one, seconds=3), root, make_item("y", one)]),
+    ]
+
+
+def answered(items: list[Item], crawler_id: int) -> list[tuple[str, str | None, datetime]]:
+    """What a write's answer says, with the crawler's id taken out of item and thread names."""
+    name = str(crawler_id)
+    return [
+        (
+            item.id.replace(name, "C"),
+            (item.conversation_id or "").replace(name, "C"),
+            item.fetched_at,
+        )
+        for item in items
+    ]
+
+
+def test_writes_in_one_batch_are_answered_as_one_after_another(
+    store: Store, crawler_ids: tuple[int, ...]
+) -> None:
+    one, two, _ = crawler_ids
+    alone, other = (uuid.uuid4().int % 2**40 * 10 + n for n in (4, 5))  # written one by one
+    for crawler in (one, alone):
+        store.add([make_item("old", crawler)])
+
+    batched = store.add_many(batch_of_writes(one, two))
+    one_by_one = [
+        store.add(write.items, write.ttl, write.id_ttl) for write in batch_of_writes(alone, other)
+    ]
+
+    assert [answered(added, one) for added in batched[:2] + batched[3:]] == [
+        answered(added, alone) for added in one_by_one[:2] + one_by_one[3:]
+    ]
+    assert answered(batched[2], two) == answered(one_by_one[2], other)
+    assert [ids(added) for added in batched] == [
+        ["x", f"{one}-deep"],
+        ["y", f"{one}-reply"],
+        ["brief", "x"],
+        [],
+        ["z", f"{one}-root"],
+    ]
+    assert (
+        (store.count(one), store.count(two)) == (store.count(alone), store.count(other)) == (7, 2)
+    )
+    assert conversations(store, one) == {
+        key.replace(str(alone), str(one)): value and value.replace(str(alone), str(one))
+        for key, value in conversations(store, alone).items()
+    }
+    assert conversations(store, one)[f"{one}-deep"] == f"{one}-root"
+    wait_until(lambda: store.items(two, 10) == [], timeout=15, what="the brief items to expire")
+    assert list(store.stored_ids(two)) == []
+    assert sorted(store.stored_ids(one)) == sorted(conversations(store, one))
+
+
+def test_a_batch_with_an_item_without_crawler_stores_nothing(
+    store: Store, crawler_ids: tuple[int, ...]
+) -> None:
+    one, two, _ = crawler_ids
+    with pytest.raises(ValueError, match="crawler_id"):
+        store.add_many([Write([make_item("a", one)]), Write([make_item("b", None)])])
+    assert store.count(one) == 0
+    assert store.add_many([Write([]), Write([])]) == [[], []]
+    assert store.add_many([Write([make_item("a", two)])]) == [[make_item("a", two)]]
 
 
 def walk(read: Callable[[Any], Page]) -> list[list[str]]:
