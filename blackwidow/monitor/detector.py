@@ -28,8 +28,9 @@ class Verdict(StrEnum):
 class FailureDetector(Protocol):
     """What the monitor needs to decide that a node's subscribers must be reassigned."""
 
-    def heartbeat(self, node_id: int, at: float) -> None:
-        """Record a successful poll answer from the node at time ``at``."""
+    def heartbeat(self, node_id: int, at: float, asked_at: float | None = None) -> None:
+        """Record a successful poll answer from the node at time ``at``, to the poll sent at
+        ``asked_at`` when known."""
 
     def verdict(self, node_id: int, now: float) -> Verdict:
         """Whether the node is alive, suspect or dead at ``now``."""
@@ -48,7 +49,9 @@ class PhiSettings:
     min_std: float = 0.2  # seconds; a perfectly steady history must not make phi explode
     acceptable_pause: float = 3.0  # seconds of extra silence tolerated (GC, a slow cycle)
     window: int = 100  # inter-arrival times kept per node
-    first_interval: float = 2.0  # expected seconds between heartbeats before any are seen
+    # expected seconds between heartbeats (the poll interval): before any are seen, and the
+    # most that the wait before a late poll was sent counts of an interval
+    first_interval: float = 2.0
 
     def __post_init__(self) -> None:
         if not 0 < self.suspect_phi <= self.dead_phi:
@@ -82,12 +85,19 @@ class PhiAccrualDetector:
         self._started_at = started_at
         self._nodes: dict[int, _History] = {}
 
-    def heartbeat(self, node_id: int, at: float) -> None:
+    def heartbeat(self, node_id: int, at: float, asked_at: float | None = None) -> None:
+        """An interval counts from the previous answer, or from one expected interval before
+        the poll was sent when the hub sent it later than that: silence the hub caused by
+        not asking (a stall of its own) is not the node's, and must not teach the detector
+        to wait longer for it."""
         history = self._nodes.get(node_id)
         if history is None:
             self._nodes[node_id] = _History(at, self._settings)
         elif at > history.last:  # a late-delivered older answer cannot make a node look staler
-            history.intervals.append(at - history.last)
+            since = history.last
+            if asked_at is not None:
+                since = max(since, min(at, asked_at) - self._settings.first_interval)
+            history.intervals.append(at - since)
             history.last = at
 
     def phi(self, node_id: int, now: float) -> float:

@@ -186,7 +186,7 @@ class Liveness:
             return set()
         for node_id, report in reports.items():
             if report is not None:
-                self._detector.heartbeat(node_id, report.answered_at)
+                self._detector.heartbeat(node_id, report.answered_at, report.asked_at)
         silent = [node_id for node_id, report in reports.items() if report is None]
         gone = {node_id for node_id in silent if self._judge(session, targets[node_id], now)}
         if self._phi_shown_at is None or now - self._phi_shown_at >= PHI_SHOWN_EVERY:
