@@ -39,6 +39,11 @@ ROWS = [
     ("create rate, crawlers/s", "create_rate", "high"),
     ("  in the first tenth", "create_rate_first", "high"),
     ("  in the last tenth", "create_rate_last", "high"),
+    ("  a create call p50, ms", "create_p50_ms", "low"),
+    ("  p90, ms", "create_p90_ms", "low"),
+    ("  p99, ms", "create_p99_ms", "low"),
+    ("  longest, ms", "create_max_ms", "low"),
+    ("  answers other than 201", "create_not_2xx", "low"),
     ("initial placement, s after the last create", "placement_s", "low"),
     ("  push and remove calls, create to placed", "placement_pushes", "low"),
     ("steady cycle, s (median)", "cycle_s", "low"),
@@ -77,6 +82,8 @@ def scenarios(args: argparse.Namespace) -> Iterator[Scenario]:
                     batch=args.batch,
                     steady_window=args.steady_window,
                     settle_timeout=args.settle_timeout,
+                    layout=args.layout,
+                    web_workers=args.web_workers,
                 )
 
 
@@ -117,7 +124,8 @@ class Bench:
         if self.args.baseline_ref and scenario.crawlers <= self.args.baseline_max_crawlers:
             if self.baseline is None:
                 self.baseline = self.stack.enter_context(baseline_tree(self.args.baseline_ref))
-            one_shard = Scenario(**{**scenario.__dict__, "shards": 1})
+            # the hub before the monitor had a process of its own: one `blackwidow hub`
+            one_shard = Scenario(**{**scenario.__dict__, "shards": 1, "layout": "hub"})
             baseline = self.measure(one_shard, self.baseline, "baseline")
         report(scenario, current, baseline, self.args.baseline_ref)
 
@@ -173,6 +181,13 @@ def main() -> None:
     )
     parser.add_argument("--steady-window", type=float, default=20.0, help="seconds")
     parser.add_argument("--settle-timeout", type=float, default=300.0, help="seconds per wait")
+    parser.add_argument(
+        "--layout",
+        default="procfile",
+        choices=["procfile", "hub"],
+        help="procfile: gunicorn web + `blackwidow monitor`; hub: one `blackwidow hub`",
+    )
+    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn workers (procfile)")
     parser.add_argument("--baseline-ref", default="b1342c4", help="'' for no baseline")
     parser.add_argument("--baseline-max-crawlers", type=int, default=1000)
     parser.add_argument("--work", type=Path, help="keep logs here (default: a temp dir)")
