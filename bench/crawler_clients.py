@@ -24,8 +24,15 @@ class Creator:
     """Client threads creating crawlers through the REST API, as analysts would."""
 
     def __init__(
-        self, hub_urls: list[str], admin_token: str, clients: int, total: int, batch: int = 0
+        self,
+        hub_urls: list[str],
+        admin_token: str,
+        clients: int,
+        total: int,
+        batch: int = 0,
+        name: str = "bench",
     ) -> None:
+        self.name = name  # users are named after it: each Creator of a run needs its own
         self.hub_urls = hub_urls
         self.batch = batch
         self.admin_token = admin_token
@@ -66,7 +73,7 @@ class Creator:
         http.trust_env = False
         hub = self.hub_urls[n % len(self.hub_urls)]
         user = self._call(
-            http, f"{hub}/api/v1/users", self.admin_token, {"name": f"bench-user-{n}"}
+            http, f"{hub}/api/v1/users", self.admin_token, {"name": f"{self.name}-user-{n}"}
         )
         if user is None:
             return

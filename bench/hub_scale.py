@@ -1,6 +1,8 @@
 """The hub at scale: N nodes and M crawlers against a real hub, beside a same-run baseline.
 
-For each (nodes, crawlers, database, routing, shards) it prints the create rate, the initial
+For each (nodes, crawlers, database, routing, shards) it prints the create rate and each create
+call's time (p50, p90, p99, longest, answers other than 201) — as the crawlers are first made,
+and again for `--single-creates` made one per call once all are placed and polled — the initial
 placement time, the steady cycle, the hub's CPU per cycle and as a share of a core with nothing
 changing, the HTTP calls per cycle the nodes see, and the time until every crawler runs again
 after 10% of the nodes are killed (and how many crawlers moved) — for this tree and for the hub
@@ -44,6 +46,12 @@ ROWS = [
     ("  p99, ms", "create_p99_ms", "low"),
     ("  longest, ms", "create_max_ms", "low"),
     ("  answers other than 201", "create_not_2xx", "low"),
+    ("then single creates, placed and polled: rate/s", "single_create_rate", "high"),
+    ("  a create call p50, ms", "single_create_p50_ms", "low"),
+    ("  p90, ms", "single_create_p90_ms", "low"),
+    ("  p99, ms", "single_create_p99_ms", "low"),
+    ("  longest, ms", "single_create_max_ms", "low"),
+    ("  answers other than 201", "single_create_not_2xx", "low"),
     ("initial placement, s after the last create", "placement_s", "low"),
     ("  push and remove calls, create to placed", "placement_pushes", "low"),
     ("steady cycle, s (median)", "cycle_s", "low"),
@@ -82,6 +90,7 @@ def scenarios(args: argparse.Namespace) -> Iterator[Scenario]:
                     batch=args.batch,
                     steady_window=args.steady_window,
                     settle_timeout=args.settle_timeout,
+                    single_creates=args.single_creates,
                     layout=args.layout,
                     web_workers=args.web_workers,
                 )
@@ -178,6 +187,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8, help="threads creating crawlers")
     parser.add_argument(
         "--batch", type=int, default=0, help="crawlers per create call (the batch endpoint)"
+    )
+    parser.add_argument(
+        "--single-creates",
+        type=int,
+        default=2000,
+        help="then this many created one per call, timed, with every node polled (0: none)",
     )
     parser.add_argument("--steady-window", type=float, default=20.0, help="seconds")
     parser.add_argument("--settle-timeout", type=float, default=300.0, help="seconds per wait")

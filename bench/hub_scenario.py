@@ -48,6 +48,7 @@ class Scenario:
     batch: int = 0  # crawlers per create call (POST /api/v1/crawlers/batch); 0: one per call
     steady_window: float = 20.0
     settle_timeout: float = 300.0
+    single_creates: int = 0  # then this many more, one per call, with the nodes placed and polled
     layout: str = "hub"  # hub: one `blackwidow hub`; procfile: gunicorn web + `blackwidow monitor`
     web_workers: int = 2
 
@@ -109,6 +110,7 @@ class Run:
             self._create()
             self._place()
             self._steady()
+            self._single_creates()
             self._kill()
         except Unsettled as unsettled:
             self.result.notes.append(str(unsettled))
@@ -185,6 +187,23 @@ class Run:
         if creator.failures:
             self.result.notes.append(f"create answers other than 201: {dict(creator.failures)}")
         self.check_hubs()
+
+    def _single_creates(self) -> None:
+        """Creates one per call while every node is polled and the crawlers so far run: what
+        an analyst waits for on a busy hub. They are placed before the nodes are killed."""
+        s = self.scenario
+        if not s.single_creates:
+            return
+        urls = [h.url for h in self.hubs]
+        creator = Creator(urls, self.admin_token, s.clients, s.single_creates, name="single")
+        creator.alive = lambda: all(hub.exited() is None for hub in self.hubs)
+        figures = creator.run()
+        self.result.figures.update({f"single_{key}": value for key, value in figures.items()})
+        self.crawler_ids += creator.ids
+        if creator.failures:
+            self.result.notes.append(f"single creates: answers other than 201 {creator.failures}")
+        m = len(self.crawler_ids)
+        wait_for("single creates placed", lambda: self.running() >= m, s.settle_timeout, 0.5)
 
     def _place(self) -> None:
         m = len(self.crawler_ids)
