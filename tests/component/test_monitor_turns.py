@@ -34,9 +34,7 @@ def seeded(template: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
         )
         crawler = {"user_id": 1, "name": "c", "source": "rss", "query": {}, "enabled": True}
         crawler |= {"state": "pending", "items_collected": 0, "items_delivered": 0}
-        session.execute(
-            insert(Crawler), [{**crawler, "uuid": f"key-{n}"} for n in range(CRAWLERS)]
-        )
+        session.execute(insert(Crawler), [{**crawler, "uuid": f"key-{n}"} for n in range(CRAWLERS)])
     return sessions
 
 
