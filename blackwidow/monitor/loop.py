@@ -214,7 +214,7 @@ class MonitorLoop(threading.Thread):
         self._settings = settings
         self._alerts = alerts  # where the shards' leaders put the transitions they see
         # host and pid tell support staff which process leads (GET /api/v1/health)
-        self.holder = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._holder = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._place = holders.here()  # lets a restarted hub take a dead holder's locks
         self._stopping = threading.Event()
         # every process adds and takes the locks in this one order, so two never deadlock
@@ -238,7 +238,7 @@ class MonitorLoop(threading.Thread):
         taken: list[tuple[Shard, int, MonitorFigures]] = []
         with self._turns.renewal(), self._sessions.begin() as session:
             share = leader.fair_share(
-                session, self.holder, now, self._lock_ttl, len(self._shards), self._place
+                session, self._holder, now, self._lock_ttl, len(self._shards), self._place
             )
             for shard in self._shards:
                 name = leader.lock_name(shard)
@@ -247,11 +247,11 @@ class MonitorLoop(threading.Thread):
                 if not held and leading >= share:
                     continue
                 if held and leading > share:
-                    leader.release(session, self.holder, name)
+                    leader.release(session, self._holder, name)
                     drops.append((shard, "handed over"))
                     continue
                 epoch = leader.try_lead(
-                    session, self.holder, now, self._lock_ttl, name, self._place
+                    session, self._holder, now, self._lock_ttl, name, self._place
                 )
                 if epoch is None and held:
                     drops.append((shard, "lost the lead"))
@@ -263,10 +263,10 @@ class MonitorLoop(threading.Thread):
         for shard in renewed:
             self._led[shard].renewed(asked_at)
         for shard, epoch, saved in taken:
-            log.info("monitor leading shard=%s holder=%s epoch=%s", shard, self.holder, epoch)
+            log.info("monitor leading shard=%s holder=%s epoch=%s", shard, self._holder, epoch)
             self._led[shard] = Leadership(
                 shard,
-                (self.holder, epoch),
+                (self._holder, epoch),
                 asked_at,
                 self._sessions,
                 self._settings,
@@ -281,14 +281,14 @@ class MonitorLoop(threading.Thread):
     def _drop(self, shard: Shard, why: str) -> None:
         """Stop leading a shard; its reconcile thread has ended when this returns."""
         self._led.pop(shard).stop()
-        log.warning("monitor %s shard=%s holder=%s", why, shard, self.holder)
+        log.warning("monitor %s shard=%s holder=%s", why, shard, self._holder)
 
     def _record_cycle(self, leadership: Leadership, seconds: float) -> None:
         leadership.figures.cycle(seconds)
         with self._sessions.begin() as session:
             leader.record_cycle(
                 session,
-                self.holder,
+                self._holder,
                 utcnow(),
                 seconds,
                 leader.lock_name(leadership.shard),
@@ -316,8 +316,8 @@ class MonitorLoop(threading.Thread):
             self._led.pop(shard).stop()
         with self._sessions.begin() as session:
             for shard in led:
-                leader.release(session, self.holder, leader.lock_name(shard))
-            leader.leave(session, self.holder)
+                leader.release(session, self._holder, leader.lock_name(shard))
+            leader.leave(session, self._holder)
 
 
 def run_alone(sessions: sessionmaker[Session], settings: Settings, alerts: Emitter) -> None:
@@ -333,6 +333,6 @@ def run_alone(sessions: sessionmaker[Session], settings: Settings, alerts: Emitt
     signal.signal(signal.SIGINT, _stop)
     monitor = MonitorLoop(sessions, settings, alerts)
     monitor.start()
-    log.info("monitor started holder=%s", monitor.holder)
+    log.info("monitor started")
     stopping.wait()
     monitor.stop()
