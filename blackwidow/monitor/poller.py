@@ -109,13 +109,18 @@ Since = tuple[Cursor | None, Renewal | None]  # what a poll carries from the nod
 
 
 def _poll(
-    client: NodeClient, node: NodeTarget, since: Since, clock: Callable[[], float]
+    client: NodeClient,
+    node: NodeTarget,
+    since: Since,
+    clock: Callable[[], float],
+    unanswered: dict[int, tuple[float, float]],
 ) -> NodeReport | None:
     asked_at = clock()
     try:
         return NodeReport.from_answer(client.poll(node, *since), clock(), asked_at)
     except (NodeUnreachable, NodeRejected, KeyError, TypeError, ValueError, ProtocolError) as error:
         log.info("poll failed node=%s url=%s error=%s", node.id, node.url, error)
+        unanswered[node.id] = (asked_at, clock())
         return None
 
 
@@ -124,9 +129,13 @@ def poll_all(
     nodes: Sequence[NodeTarget],
     since_of: Callable[[int], Since],
     clock: Callable[[], float],
+    unanswered: dict[int, tuple[float, float]] | None = None,
 ) -> dict[int, NodeReport | None]:
-    """node id -> its report, or None when it gave no usable answer."""
-    return in_parallel(nodes, lambda node: _poll(client, node, since_of(node.id), clock))
+    """node id -> its report, or None when it gave no usable answer; for those, `unanswered`
+    gets when their poll went out and when it failed (the node's silence is judged then,
+    however long the other nodes' polls took)."""
+    failed = {} if unanswered is None else unanswered
+    return in_parallel(nodes, lambda node: _poll(client, node, since_of(node.id), clock, failed))
 
 
 def in_parallel(nodes: Sequence[NodeTarget], call: Callable[[NodeTarget], Any]) -> dict[int, Any]:

@@ -195,3 +195,17 @@ def test_a_node_slow_to_answer_on_time_polls_still_earns_patience():
         answered = asked_at + 3.0
         detector.heartbeat(1, answered, asked_at=asked_at)
     assert detector.verdict(1, answered + 3.5) is ALIVE
+
+
+def test_a_node_is_not_condemned_for_a_stall_of_the_hub():
+    """The hub sends no polls for 30 s; the first poll after it goes unanswered. The node's
+    silence counts from when the hub asked again, not from its last answer before the stall:
+    alive then, and dead as soon as a node whose hub never stalled would be."""
+    detector = PhiAccrualDetector(SETTINGS, started_at=100.0)
+    polled(detector, 1, [100.0 + n for n in range(5)], answer_after=0.01)  # last answer 104.01
+    detector.missed(1, asked_at=134.0)
+    assert detector.verdict(1, 134.5) is ALIVE
+    never = PhiAccrualDetector(SETTINGS, started_at=100.0)
+    polled(never, 1, [100.0 + n for n in range(5)], answer_after=0.01)
+    never.missed(1, asked_at=105.0)
+    assert time_to_dead(detector, 1, 134.0) == time_to_dead(never, 1, 105.0)
