@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import psycopg
+import requests
 
 from tests.services.postgres import Postgres
 
@@ -85,11 +86,36 @@ class Processes:
         self._children.clear()
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a process and its live children (a gunicorn master's workers)."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # it ended meanwhile
+            continue
+        if int(fields[1]) == pid:
+            total += int(fields[11]) + int(fields[12])
+    return cpu_seconds(pid) + total / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass
 class Hub:
-    process: subprocess.Popen[Any]
+    """A hub: one `blackwidow hub` process, or the Procfile's web (gunicorn) and monitor."""
+
+    processes: list[subprocess.Popen[Any]]
     url: str
     log: Path
+
+    @property
+    def process(self) -> subprocess.Popen[Any]:
+        return self.processes[0]
+
+    def exited(self) -> subprocess.Popen[Any] | None:
+        return next((p for p in self.processes if p.poll() is not None), None)
+
+    def cpu_seconds(self) -> float:
+        return sum(tree_cpu_seconds(p.pid) for p in self.processes)
 
 
 def hub_environment(tree: Path, env: dict[str, str]) -> dict[str, str]:
@@ -98,7 +124,8 @@ def hub_environment(tree: Path, env: dict[str, str]) -> dict[str, str]:
 
 
 def upgrade_database(tree: Path, env: dict[str, str], log: Path) -> None:
-    """The hub migrates SQLite by itself; PostgreSQL needs `blackwidow db upgrade`."""
+    """`blackwidow db upgrade`: PostgreSQL needs it, and so does SQLite served by gunicorn
+    (only `blackwidow hub` migrates SQLite by itself)."""
     with open(log, "ab") as out:
         subprocess.run(
             [str(PYTHON), "-m", "blackwidow", "db", "upgrade"],
@@ -112,7 +139,7 @@ def upgrade_database(tree: Path, env: dict[str, str], log: Path) -> None:
 
 
 def start_hub(processes: Processes, tree: Path, env: dict[str, str], work: Path, n: int) -> Hub:
-    """A hub process on 127.0.0.1, port 0; its URL is the first line it prints."""
+    """A `blackwidow hub` process on 127.0.0.1, port 0; its URL is the first line it prints."""
     out_path, log = work / f"hub{n}.out", work / f"hub{n}.log"
     command = [str(PYTHON), "-m", "blackwidow", "hub", "--host", "127.0.0.1", "--port", "0"]
     with open(out_path, "wb") as out:
@@ -130,7 +157,47 @@ def start_hub(processes: Processes, tree: Path, env: dict[str, str], work: Path,
         return bool(url())
 
     wait_for("hub start", up, 60)
-    return Hub(process, url(), log)
+    return Hub([process], url(), log)
+
+
+def start_procfile_hub(
+    processes: Processes, tree: Path, env: dict[str, str], work: Path, n: int, workers: int
+) -> Hub:
+    """The Procfile's web (gunicorn, `workers` workers of 4 threads, no monitor in them) and
+    its monitor process, on 127.0.0.1."""
+    log, port = work / f"hub{n}.log", free_port()
+    url = f"http://127.0.0.1:{port}"
+    environment = hub_environment(tree, env)
+    web = processes.start(
+        [
+            *(str(PYTHON), "-m", "gunicorn", "-c", "python:blackwidow.gunicorn_conf"),
+            *("--workers", str(workers), "--threads", "4", "--bind", f"127.0.0.1:{port}"),
+            "blackwidow.wsgi:hub_app(monitor=False)",
+        ],
+        log,
+        stdout=subprocess.DEVNULL,
+        env=environment,
+        cwd=work,
+    )
+    monitor = processes.start(
+        [str(PYTHON), "-m", "blackwidow", "monitor"],
+        log,
+        stdout=subprocess.DEVNULL,
+        env=environment,
+        cwd=work,
+    )
+    hub = Hub([web, monitor], url, log)
+
+    def up() -> bool:
+        if (gone := hub.exited()) is not None:
+            raise Unsettled(f"hub exited with status {gone.returncode}: see {log}")
+        try:
+            return requests.get(f"{url}/healthz", timeout=2).ok
+        except requests.RequestException:
+            return False
+
+    wait_for("hub start", up, 60)
+    return hub
 
 
 class SimulatedNodes:

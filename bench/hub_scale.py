@@ -1,6 +1,8 @@
 """The hub at scale: N nodes and M crawlers against a real hub, beside a same-run baseline.
 
-For each (nodes, crawlers, database, routing, shards) it prints the create rate, the initial
+For each (nodes, crawlers, database, routing, shards) it prints the create rate and each create
+call's time (p50, p90, p99, longest, answers other than 201) — as the crawlers are first made,
+and again for `--single-creates` made one per call once all are placed and polled — the initial
 placement time, the steady cycle, the hub's CPU per cycle and as a share of a core with nothing
 changing, the HTTP calls per cycle the nodes see, and the time until every crawler runs again
 after 10% of the nodes are killed (and how many crawlers moved) — for this tree and for the hub
@@ -39,6 +41,17 @@ ROWS = [
     ("create rate, crawlers/s", "create_rate", "high"),
     ("  in the first tenth", "create_rate_first", "high"),
     ("  in the last tenth", "create_rate_last", "high"),
+    ("  a create call p50, ms", "create_p50_ms", "low"),
+    ("  p90, ms", "create_p90_ms", "low"),
+    ("  p99, ms", "create_p99_ms", "low"),
+    ("  longest, ms", "create_max_ms", "low"),
+    ("  answers other than 201", "create_not_2xx", "low"),
+    ("then single creates, placed and polled: rate/s", "single_create_rate", "high"),
+    ("  a create call p50, ms", "single_create_p50_ms", "low"),
+    ("  p90, ms", "single_create_p90_ms", "low"),
+    ("  p99, ms", "single_create_p99_ms", "low"),
+    ("  longest, ms", "single_create_max_ms", "low"),
+    ("  answers other than 201", "single_create_not_2xx", "low"),
     ("initial placement, s after the last create", "placement_s", "low"),
     ("  push and remove calls, create to placed", "placement_pushes", "low"),
     ("steady cycle, s (median)", "cycle_s", "low"),
@@ -77,6 +90,9 @@ def scenarios(args: argparse.Namespace) -> Iterator[Scenario]:
                     batch=args.batch,
                     steady_window=args.steady_window,
                     settle_timeout=args.settle_timeout,
+                    single_creates=args.single_creates,
+                    layout=args.layout,
+                    web_workers=args.web_workers,
                 )
 
 
@@ -117,7 +133,8 @@ class Bench:
         if self.args.baseline_ref and scenario.crawlers <= self.args.baseline_max_crawlers:
             if self.baseline is None:
                 self.baseline = self.stack.enter_context(baseline_tree(self.args.baseline_ref))
-            one_shard = Scenario(**{**scenario.__dict__, "shards": 1})
+            # the hub before the monitor had a process of its own: one `blackwidow hub`
+            one_shard = Scenario(**{**scenario.__dict__, "shards": 1, "layout": "hub"})
             baseline = self.measure(one_shard, self.baseline, "baseline")
         report(scenario, current, baseline, self.args.baseline_ref)
 
@@ -171,8 +188,21 @@ def main() -> None:
     parser.add_argument(
         "--batch", type=int, default=0, help="crawlers per create call (the batch endpoint)"
     )
+    parser.add_argument(
+        "--single-creates",
+        type=int,
+        default=2000,
+        help="then this many created one per call, timed, with every node polled (0: none)",
+    )
     parser.add_argument("--steady-window", type=float, default=20.0, help="seconds")
     parser.add_argument("--settle-timeout", type=float, default=300.0, help="seconds per wait")
+    parser.add_argument(
+        "--layout",
+        default="procfile",
+        choices=["procfile", "hub"],
+        help="procfile: gunicorn web + `blackwidow monitor`; hub: one `blackwidow hub`",
+    )
+    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn workers (procfile)")
     parser.add_argument("--baseline-ref", default="b1342c4", help="'' for no baseline")
     parser.add_argument("--baseline-max-crawlers", type=int, default=1000)
     parser.add_argument("--work", type=Path, help="keep logs here (default: a temp dir)")

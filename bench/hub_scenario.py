@@ -27,8 +27,8 @@ from bench.hub_processes import (
     Processes,
     SimulatedNodes,
     Unsettled,
-    cpu_seconds,
     start_hub,
+    start_procfile_hub,
     upgrade_database,
     wait_for,
 )
@@ -48,6 +48,14 @@ class Scenario:
     batch: int = 0  # crawlers per create call (POST /api/v1/crawlers/batch); 0: one per call
     steady_window: float = 20.0
     settle_timeout: float = 300.0
+    single_creates: int = 0  # then this many more, one per call, with the nodes placed and polled
+    layout: str = "hub"  # hub: one `blackwidow hub`; procfile: gunicorn web + `blackwidow monitor`
+    web_workers: int = 2
+
+    def hub_shape(self) -> str:
+        if self.layout == "hub":
+            return "blackwidow hub"
+        return f"web ({self.web_workers} workers) + monitor"
 
     @property
     def killed(self) -> int:
@@ -56,7 +64,7 @@ class Scenario:
     def title(self) -> str:
         return (
             f"{self.nodes:,} nodes x {self.crawlers:,} crawlers, {self.database}, "
-            f"{self.routing}, {self.shards} shard(s)"
+            f"{self.routing}, {self.shards} shard(s), {self.hub_shape()}"
             + (f", created {self.batch} a call" if self.batch else "")
         )
 
@@ -102,6 +110,7 @@ class Run:
             self._create()
             self._place()
             self._steady()
+            self._single_creates()
             self._kill()
         except Unsettled as unsettled:
             self.result.notes.append(str(unsettled))
@@ -112,11 +121,18 @@ class Run:
 
     def _start(self) -> None:
         s = self.scenario
-        if s.database == "postgres":
+        if s.database == "postgres" or s.layout == "procfile":
             upgrade_database(self.tree, self.env, self.work / "upgrade.log")
-        self.hubs = [
-            start_hub(self.processes, self.tree, self.env, self.work, n) for n in range(s.shards)
-        ]
+        if s.layout == "procfile":
+            self.hubs = [
+                start_procfile_hub(self.processes, self.tree, self.env, self.work, n, s.web_workers)
+                for n in range(s.shards)
+            ]
+        else:
+            self.hubs = [
+                start_hub(self.processes, self.tree, self.env, self.work, n)
+                for n in range(s.shards)
+            ]
         url = self.hubs[0].url
         node_env = {"BLACKWIDOW_CLUSTER_SECRET": self.env["BLACKWIDOW_CLUSTER_SECRET"]}
         self.survivors = SimulatedNodes(
@@ -133,8 +149,8 @@ class Run:
         """A hub or simulated nodes that exited (other than the victims, killed on purpose)
         end the scenario: nothing after it would mean anything."""
         for hub in self.hubs:
-            if hub.process.poll() is not None:
-                status = hub.process.returncode
+            if (gone := hub.exited()) is not None:
+                status = gone.returncode
                 raise Unsettled(f"the hub exited with status {status}: see {hub.log}")
         expected = [self.survivors] if self.victims_killed else [self.survivors, self.victims]
         for nodes in expected:
@@ -163,7 +179,7 @@ class Run:
         creator = Creator(
             [h.url for h in self.hubs], self.admin_token, s.clients, s.crawlers, s.batch
         )
-        creator.alive = lambda: all(hub.process.poll() is None for hub in self.hubs)
+        creator.alive = lambda: all(hub.exited() is None for hub in self.hubs)
         figures = creator.run()
         self.result.figures.update(figures)
         self.crawler_ids = creator.ids
@@ -171,6 +187,23 @@ class Run:
         if creator.failures:
             self.result.notes.append(f"create answers other than 201: {dict(creator.failures)}")
         self.check_hubs()
+
+    def _single_creates(self) -> None:
+        """Creates one per call while every node is polled and the crawlers so far run: what
+        an analyst waits for on a busy hub. They are placed before the nodes are killed."""
+        s = self.scenario
+        if not s.single_creates:
+            return
+        urls = [h.url for h in self.hubs]
+        creator = Creator(urls, self.admin_token, s.clients, s.single_creates, name="single")
+        creator.alive = lambda: all(hub.exited() is None for hub in self.hubs)
+        figures = creator.run()
+        self.result.figures.update({f"single_{key}": value for key, value in figures.items()})
+        self.crawler_ids += creator.ids
+        if creator.failures:
+            self.result.notes.append(f"single creates: answers other than 201 {creator.failures}")
+        m = len(self.crawler_ids)
+        wait_for("single creates placed", lambda: self.running() >= m, s.settle_timeout, 0.5)
 
     def _place(self) -> None:
         m = len(self.crawler_ids)
@@ -286,14 +319,13 @@ class Window:
 
     def __init__(self, run: Run) -> None:
         self.run = run
-        self.pids = [h.process.pid for h in run.hubs]
-        self.cpu = sum(cpu_seconds(pid) for pid in self.pids)
+        self.cpu = sum(hub.cpu_seconds() for hub in run.hubs)
         self.nodes = run.node_stats()
         self.started = time.monotonic()
 
     def close(self, cycles: int, samples: list[dict[str, Any]], result: Result) -> None:
         elapsed = time.monotonic() - self.started
-        cpu = sum(cpu_seconds(pid) for pid in self.pids) - self.cpu
+        cpu = sum(hub.cpu_seconds() for hub in self.run.hubs) - self.cpu
         nodes = self.run.node_stats()
         calls = call_delta(self.nodes, nodes)
         node_cpu = sum(b["cpu_seconds"] for b in nodes) - sum(a["cpu_seconds"] for a in self.nodes)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from blackwidow.errors import ApiError
 from blackwidow.models import User
 from blackwidow.tokens import bearer, hash_token, same_secret
+
+# built once: every request runs it, and building a statement costs more than running it
+_USER_OF_TOKEN = select(User.id).where(User.token_hash == bindparam("token_hash"))
 
 
 @dataclass(frozen=True)
@@ -27,8 +30,7 @@ def identify(session: Session, authorization: str | None, admin_token: str | Non
         return Caller(user_id=None, is_admin=True)
     # a Core statement on the session's connection: one column needs no ORM machinery, and
     # every request runs this
-    known = select(User.id).where(User.token_hash == hash_token(token))
-    user_id = session.connection().scalar(known)
+    user_id = session.connection().scalar(_USER_OF_TOKEN, {"token_hash": hash_token(token)})
     if user_id is None:
         raise ApiError(401, "unauthorized", "unknown token", "Authorization")
     return Caller(user_id=user_id)
@@ -41,8 +43,7 @@ def identify_by_hash(session: Session, token_hash: str, admin_token: str | None)
     admin_hash = hash_token(admin_token) if admin_token else None
     if same_secret(token_hash, admin_hash):
         return Caller(user_id=None, is_admin=True)
-    known = select(User.id).where(User.token_hash == token_hash)
-    user_id = session.connection().scalar(known)
+    user_id = session.connection().scalar(_USER_OF_TOKEN, {"token_hash": token_hash})
     return None if user_id is None else Caller(user_id=user_id)
 
 

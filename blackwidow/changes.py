@@ -15,6 +15,8 @@ from sqlalchemy.orm import Session
 
 from blackwidow.models import Crawler, CrawlerChange
 
+_INSERT = insert(CrawlerChange.__table__)  # built once: every crawler write runs it
+
 
 def record(
     session: Session, crawlers: Iterable[Crawler], former_keys: Mapping[int, str] | None = None
@@ -35,7 +37,7 @@ def record(
         for c in changed
         if former_keys and former_keys.get(c.id, c.uuid) != c.uuid
     ]
-    session.connection().execute(insert(CrawlerChange.__table__), rows)  # Core: no ORM objects
+    session.connection().execute(_INSERT, rows)  # Core: no ORM objects
 
 
 def record_user(session: Session, user_id: int) -> None:

@@ -71,6 +71,23 @@ def hub(host: str, port: int, database_url: str | None) -> None:
 
 
 @main.command()
+@click.option("--db", "database_url", help="SQLAlchemy URL (default BLACKWIDOW_DATABASE_URL).")
+def monitor(database_url: str | None) -> None:
+    """Run the monitor loop alone, beside hub processes that serve without it (the
+    Procfile's web): polling a thousand nodes never takes the API's interpreter."""
+    settings = _settings(database_url=database_url)
+    from blackwidow import db
+    from blackwidow.alerts.outbox import Outbox
+    from blackwidow.monitor.loop import run_alone
+
+    engine = db.make_engine(
+        settings.database_url, settings.database_busy_timeout, settings.database_timeout
+    )
+    alerts = Outbox(cluster_hook=settings.webhook_url is not None)
+    run_alone(db.make_sessions(engine), settings, alerts)
+
+
+@main.command()
 @click.option("--hub", "hub_url", required=True, help="The hub's base URL.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535))

@@ -31,6 +31,8 @@ _WRITTEN = (
     *("recollect_after", "enabled", "priority", "schedule", "state"),
     *("items_collected", "items_delivered", "last_error"),
 )
+# built once: a create runs it for every crawler made, and building it costs more than that
+_INSERT = insert(Crawler.__table__).returning(Crawler.__table__.c.id, sort_by_parameter_order=True)
 # one instance per source type, built once: a marshmallow schema keeps no state between loads,
 # and building one copies every declared field
 _QUERY_SCHEMAS = {name: kind.query_schema() for name, kind in SOURCE_TYPES.items()}
@@ -113,10 +115,8 @@ def _add(session: Session, made: list[Crawler]) -> None:
     """Insert the crawlers in one Core statement, their ids coming back in order, and their
     crawler changes in another. A create only writes rows, so it skips the ORM's unit of
     work: the crawlers stay outside the session, answered from what was written."""
-    table = Crawler.__table__
     rows = [{name: getattr(crawler, name) for name in _WRITTEN} for crawler in made]
-    returning = insert(table).returning(table.c.id, sort_by_parameter_order=True)
-    ids = session.connection().scalars(returning, rows).all()
+    ids = session.connection().scalars(_INSERT, rows).all()
     for crawler, crawler_id in zip(made, ids, strict=True):
         crawler.id = crawler_id
     changes.record(session, made)

@@ -50,9 +50,11 @@ class Crawlers(MethodView):
     @blp.arguments(CrawlerCreate())
     @blp.response(201, CrawlerOut)
     def post(self, data: dict[str, Any]) -> dict[str, Any]:
-        """Create a crawler for the caller; the monitor routes it to a node."""
+        """Create a crawler for the caller; the monitor routes it to a node. The answer is
+        built once committed: SQLite's write lock is held for the writes alone."""
         with transaction() as session:
-            return crawler_out(crawlers.create(session, caller(), data), None)
+            crawler = crawlers.create(session, caller(), data)
+        return crawler_out(crawler, None)
 
 
 @blp.route("/batch")
@@ -64,7 +66,7 @@ class CrawlerBatchView(MethodView):
         the error names it (`crawlers.3.query.feeds.0`). Answers them in request order."""
         with transaction() as session:
             made = crawlers.create_batch(session, caller(), data["crawlers"])
-            return {"crawlers": [crawler_out(c, None) for c in made]}
+        return {"crawlers": [crawler_out(c, None) for c in made]}
 
 
 @blp.route("/<int:crawler_id>")

@@ -28,8 +28,12 @@ class Verdict(StrEnum):
 class FailureDetector(Protocol):
     """What the monitor needs to decide that a node's subscribers must be reassigned."""
 
-    def heartbeat(self, node_id: int, at: float) -> None:
-        """Record a successful poll answer from the node at time ``at``."""
+    def heartbeat(self, node_id: int, at: float, asked_at: float | None = None) -> None:
+        """Record a successful poll answer from the node at time ``at``, to the poll sent at
+        ``asked_at`` when known."""
+
+    def missed(self, node_id: int, asked_at: float) -> None:
+        """Record that the poll sent to the node at ``asked_at`` went unanswered."""
 
     def verdict(self, node_id: int, now: float) -> Verdict:
         """Whether the node is alive, suspect or dead at ``now``."""
@@ -48,7 +52,9 @@ class PhiSettings:
     min_std: float = 0.2  # seconds; a perfectly steady history must not make phi explode
     acceptable_pause: float = 3.0  # seconds of extra silence tolerated (GC, a slow cycle)
     window: int = 100  # inter-arrival times kept per node
-    first_interval: float = 2.0  # expected seconds between heartbeats before any are seen
+    # expected seconds between heartbeats (the poll interval): before any are seen, and the
+    # most that the wait before a late poll was sent counts of an interval
+    first_interval: float = 2.0
 
     def __post_init__(self) -> None:
         if not 0 < self.suspect_phi <= self.dead_phi:
@@ -66,6 +72,7 @@ class _History:
         # seed as Akka does: the expected interval, give or take a quarter of it
         spread = settings.first_interval / 4
         self.intervals.extend([settings.first_interval - spread, settings.first_interval + spread])
+        self.missed_at: float | None = None  # when the first poll unanswered since `last` went
 
 
 class PhiAccrualDetector:
@@ -75,6 +82,13 @@ class PhiAccrualDetector:
     node the benefit of the doubt, even one whose last answer predates the restart), the
     node's latest heartbeat, and the first time it was asked about, so a node never heard
     from is not condemned on sight.
+
+    The hub polls, so a node can only answer when asked: what the hub did not ask is not the
+    node's silence. An interval counts from the previous answer, or from one expected
+    interval before its poll went out when the hub sent it later than that; so does silence,
+    from the first poll the node left unanswered. A hub that stalls (a long pause, polls
+    waiting on a busy database) neither teaches the detector to wait longer for its nodes nor
+    condemns them for the time it did not ask.
     """
 
     def __init__(self, settings: PhiSettings, started_at: float) -> None:
@@ -82,17 +96,34 @@ class PhiAccrualDetector:
         self._started_at = started_at
         self._nodes: dict[int, _History] = {}
 
-    def heartbeat(self, node_id: int, at: float) -> None:
+    def heartbeat(self, node_id: int, at: float, asked_at: float | None = None) -> None:
         history = self._nodes.get(node_id)
         if history is None:
             self._nodes[node_id] = _History(at, self._settings)
         elif at > history.last:  # a late-delivered older answer cannot make a node look staler
-            history.intervals.append(at - history.last)
+            asked = None if asked_at is None else min(at, asked_at)
+            history.intervals.append(at - self._since(history.last, asked))
             history.last = at
+            history.missed_at = None
+
+    def missed(self, node_id: int, asked_at: float) -> None:
+        """A poll sent at ``asked_at`` went unanswered: the node's silence counts from the
+        first such poll since its last answer (less one expected interval)."""
+        history = self._nodes.setdefault(node_id, _History(asked_at, self._settings))
+        if history.missed_at is None and asked_at > history.last:
+            history.missed_at = asked_at
+
+    def _since(self, last: float, asked_at: float | None) -> float:
+        """Where silence after an answer at `last` starts counting, the hub having asked
+        (first) at `asked_at`."""
+        if asked_at is None:
+            return last
+        return max(last, asked_at - self._settings.first_interval)
 
     def phi(self, node_id: int, now: float) -> float:
         history = self._nodes.setdefault(node_id, _History(now, self._settings))
-        elapsed = now - max(history.last, self._started_at)
+        since = self._since(history.last, history.missed_at)
+        elapsed = now - max(since, self._started_at)
         mean = statistics.fmean(history.intervals) + self._settings.acceptable_pause
         std = max(statistics.pstdev(history.intervals), self._settings.min_std)
         later = 0.5 * math.erfc((elapsed - mean) / (std * math.sqrt(2)))  # P(a beat still comes)

@@ -82,8 +82,13 @@ class Liveness:
     def poll_once(self) -> None:
         with self._sessions.begin() as session:
             targets, probes = self._targets(session)
+        unanswered: dict[int, tuple[float, float]] = {}
         reports = poll_all(
-            self._client, [*targets.values(), *probes], self._memory.since_of, self._clock
+            self._client,
+            [*targets.values(), *probes],
+            self._memory.since_of,
+            self._clock,
+            unanswered,
         )
         for probe in probes:  # a dead node's answer is not a heartbeat: it only fences it
             reports.pop(probe.id, None)
@@ -94,7 +99,7 @@ class Liveness:
         if not self._leading():  # it stalled past its lock mid-poll: its view is not news
             return
         with self._sessions.begin() as session:  # heartbeats stand whatever statuses hold
-            gone = self._record_nodes(session, reports, targets, now)
+            gone = self._record_nodes(session, reports, targets, now, unanswered)
             rows = session.execute(
                 select(Node.id, Node.capacity)
                 .where(Node.state.in_(LIVE_NODE_STATES))
@@ -165,8 +170,10 @@ class Liveness:
         reports: dict[int, NodeReport | None],
         targets: dict[int, NodeTarget],
         now: float,
+        unanswered: dict[int, tuple[float, float]],
     ) -> set[int]:
-        """Answered nodes in one statement; silent ones judged. The nodes this leader lost."""
+        """Answered nodes in one statement; silent ones judged, each as of when its poll
+        failed (`unanswered`: sent at, failed at). The nodes this leader lost."""
         answered = [
             {
                 "node": node_id,
@@ -186,9 +193,14 @@ class Liveness:
             return set()
         for node_id, report in reports.items():
             if report is not None:
-                self._detector.heartbeat(node_id, report.answered_at)
+                self._detector.heartbeat(node_id, report.answered_at, report.asked_at)
         silent = [node_id for node_id, report in reports.items() if report is None]
-        gone = {node_id for node_id in silent if self._judge(session, targets[node_id], now)}
+        gone = set()
+        for node_id in silent:
+            asked_at, failed_at = unanswered.get(node_id, (now, now))
+            self._detector.missed(node_id, asked_at)
+            if self._judge(session, targets[node_id], failed_at):
+                gone.add(node_id)
         if self._phi_shown_at is None or now - self._phi_shown_at >= PHI_SHOWN_EVERY:
             self._phi_shown_at = now
             detector = self._detector

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import signal
 import socket
 import threading
 import time
@@ -35,6 +36,7 @@ from blackwidow.monitor.memory import ShardMemory
 from blackwidow.monitor.node_client import NodeClient
 from blackwidow.monitor.reconcile import Reconciler
 from blackwidow.monitor.routing import Router
+from blackwidow.monitor.turns import Turns
 from blackwidow.node_protocol import Shard
 from blackwidow.settings import Settings
 
@@ -76,6 +78,7 @@ def shard_halves(
     alerts: Emitter,
     clock: Callable[[], float] = time.monotonic,
     wall: Callable[[], float] = time.time,
+    turns: Turns | None = None,
 ) -> tuple[Liveness, Reconciler]:
     """A led shard's poll and reconcile halves over its memory. The clocks are passed in, so
     a test drives the same halves cycle by cycle in time of its own."""
@@ -117,6 +120,7 @@ def shard_halves(
         wall=wall,
         figures=figures,
         alerts=alerts,
+        turns=turns,
     )
     return liveness, reconciler
 
@@ -135,6 +139,7 @@ class Leadership:
         record: Callable[[Leadership, float], None],
         figures: MonitorFigures,
         alerts: Emitter,
+        turns: Turns,
     ) -> None:
         self.shard = shard
         self.figures = figures
@@ -145,7 +150,7 @@ class Leadership:
         self._record = record
         self.memory = ShardMemory(lease_after(settings))
         self.liveness, self.reconciler = shard_halves(
-            shard, lead, sessions, settings, self.memory, self.valid, figures, alerts
+            shard, lead, sessions, settings, self.memory, self.valid, figures, alerts, turns=turns
         )
         self._threads = [
             threading.Thread(target=self._poll, name=f"poll-{shard}", daemon=True),
@@ -215,6 +220,7 @@ class MonitorLoop(threading.Thread):
         # every process adds and takes the locks in this one order, so two never deadlock
         self._shards = [Shard(i, settings.monitor_shards) for i in range(settings.monitor_shards)]
         self._led: dict[Shard, Leadership] = {}
+        self._turns = Turns()  # renewals ahead of the shards' bulk records
         self._lock_ttl = lock_ttl(settings)
         self._renew_interval = self._lock_ttl / RENEWALS_PER_TTL
 
@@ -230,7 +236,7 @@ class MonitorLoop(threading.Thread):
         drops: list[tuple[Shard, str]] = []
         renewed: list[Shard] = []
         taken: list[tuple[Shard, int, MonitorFigures]] = []
-        with self._sessions.begin() as session:
+        with self._turns.renewal(), self._sessions.begin() as session:
             share = leader.fair_share(
                 session, self._holder, now, self._lock_ttl, len(self._shards), self._place
             )
@@ -267,6 +273,7 @@ class MonitorLoop(threading.Thread):
                 self._record_cycle,
                 saved,
                 self._alerts,
+                self._turns,
             )
         for shard, why in drops:
             self._drop(shard, why)
@@ -311,3 +318,21 @@ class MonitorLoop(threading.Thread):
             for shard in led:
                 leader.release(session, self._holder, leader.lock_name(shard))
             leader.leave(session, self._holder)
+
+
+def run_alone(sessions: sessionmaker[Session], settings: Settings, alerts: Emitter) -> None:
+    """A process that only runs the monitor (`blackwidow monitor`): until SIGTERM or SIGINT,
+    then the locks are handed over at once."""
+    stopping = threading.Event()
+
+    def _stop(signum: int, _frame: object) -> None:
+        log.info("stopping signal=%s", signum)
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    monitor = MonitorLoop(sessions, settings, alerts)
+    monitor.start()
+    log.info("monitor started")
+    stopping.wait()
+    monitor.stop()

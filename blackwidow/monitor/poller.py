@@ -55,6 +55,7 @@ class NodeReport:
     data_source_total: int = 0
     held: int = 0  # items the node holds while its store or queue is down
     answered_at: float = 0.0  # when the answer came: the heartbeat, whatever other nodes do
+    asked_at: float | None = None  # when the poll went out (a late one is the hub's doing)
     renewal: str | None = None  # the node's token, echoed by the next poll to renew its leases
     departed: list[dict[str, Any]] = field(default_factory=list)  # stopped sources' final counts
     departed_subscribers: list[dict[str, Any]] = field(default_factory=list)  # ... subscribers'
@@ -68,7 +69,9 @@ class NodeReport:
         return {int(s["crawler_id"]) for s in self.subscribers}
 
     @classmethod
-    def from_answer(cls, answer: dict[str, Any], answered_at: float = 0.0) -> NodeReport:
+    def from_answer(
+        cls, answer: dict[str, Any], answered_at: float = 0.0, asked_at: float | None = None
+    ) -> NodeReport:
         totals = answer.get("totals") or {}
         subscribers = list(answer["subscribers"])
         data_sources = list(answer["data_sources"])
@@ -84,6 +87,7 @@ class NodeReport:
             data_source_total=int(totals.get("data_sources", len(data_sources))),
             held=int(totals.get("held", 0)),
             answered_at=answered_at,
+            asked_at=asked_at,
             renewal=renewal if _is_token(renewal) else None,
             departed=list(answer.get("departed_data_sources") or []),
             departed_subscribers=list(answer.get("departed_subscribers") or []),
@@ -105,12 +109,18 @@ Since = tuple[Cursor | None, Renewal | None]  # what a poll carries from the nod
 
 
 def _poll(
-    client: NodeClient, node: NodeTarget, since: Since, clock: Callable[[], float]
+    client: NodeClient,
+    node: NodeTarget,
+    since: Since,
+    clock: Callable[[], float],
+    unanswered: dict[int, tuple[float, float]],
 ) -> NodeReport | None:
+    asked_at = clock()
     try:
-        return NodeReport.from_answer(client.poll(node, *since), clock())
+        return NodeReport.from_answer(client.poll(node, *since), clock(), asked_at)
     except (NodeUnreachable, NodeRejected, KeyError, TypeError, ValueError, ProtocolError) as error:
         log.info("poll failed node=%s url=%s error=%s", node.id, node.url, error)
+        unanswered[node.id] = (asked_at, clock())
         return None
 
 
@@ -119,9 +129,13 @@ def poll_all(
     nodes: Sequence[NodeTarget],
     since_of: Callable[[int], Since],
     clock: Callable[[], float],
+    unanswered: dict[int, tuple[float, float]] | None = None,
 ) -> dict[int, NodeReport | None]:
-    """node id -> its report, or None when it gave no usable answer."""
-    return in_parallel(nodes, lambda node: _poll(client, node, since_of(node.id), clock))
+    """node id -> its report, or None when it gave no usable answer; for those, `unanswered`
+    gets when their poll went out and when it failed (the node's silence is judged then,
+    however long the other nodes' polls took)."""
+    failed = {} if unanswered is None else unanswered
+    return in_parallel(nodes, lambda node: _poll(client, node, since_of(node.id), clock, failed))
 
 
 def in_parallel(nodes: Sequence[NodeTarget], call: Callable[[NodeTarget], Any]) -> dict[int, Any]:

@@ -33,6 +33,7 @@ from blackwidow.monitor.reload import Plan, plan_reload
 from blackwidow.monitor.routing import Router
 from blackwidow.monitor.states import runnable, state_of
 from blackwidow.monitor.tracked import Tracked, elsewhere, save_assignments, write
+from blackwidow.monitor.turns import Turns, in_parts, record_in_turns
 from blackwidow.node_protocol import Shard
 
 
@@ -56,8 +57,10 @@ class Reconciler:
         *,
         fence: Callable[[Session], None] = lambda session: None,
         alerts: Emitter,
+        turns: Turns | None = None,
     ) -> None:
         self._sessions = sessions
+        self._turns = turns or Turns()  # the lock keeper's renewals go first
         self._clock = clock
         self._wall = wall
         self._now_at = wall()  # this pass's instant: windows are judged against it
@@ -94,18 +97,44 @@ class Reconciler:
                     plan, targets, self._client, self._figures, self._leading, self._budgeted
                 )
             rows, placed, unplaced = self._settle(outcome)
-            with self._sessions.begin() as session:
-                write(session, rows)
-                save_assignments(session, placed, unplaced)
-                changes.taken(session, taken)
-                self._alerts.emit(session, self._failed)
-                self._fence(session)
+            self._record(rows, placed, unplaced, taken)
         except Exception:
             with self._memory.lock:
                 self._memory.loaded = False
             raise
         finally:
             self._failed = []
+
+    def _record(
+        self,
+        rows: dict[int, dict[str, Any]],
+        placed: dict[int, tuple[int, str]],
+        unplaced: set[int],
+        taken: list[int],
+    ) -> None:
+        """The pass's crawler rows and assignments, a part at a time (blackwidow.monitor.turns);
+        the changes it took are forgotten with the last part, so a pass cut short is taken
+        again, and its memory read afresh."""
+        parts = in_parts({*rows, *placed, *unplaced})
+
+        def part(ids: list[int], last: bool) -> Callable[[Session], None]:
+            def run(session: Session) -> None:
+                write(session, {c: rows[c] for c in ids if c in rows})
+                save_assignments(
+                    session, {c: placed[c] for c in ids if c in placed}, unplaced.intersection(ids)
+                )
+                if last:
+                    changes.taken(session, taken)
+                    self._alerts.emit(session, self._failed)
+
+            return run
+
+        record_in_turns(
+            self._sessions,
+            self._turns,
+            (part(ids, n == len(parts) - 1) for n, ids in enumerate(parts)),
+            self._fence,
+        )
 
     def plan(self) -> tuple[Plan, list[int]]:
         """Take crawler changes and decide what to push and remove; the plan, and the ids of

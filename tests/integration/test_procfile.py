@@ -1,7 +1,8 @@
-"""The Procfile's three lines, read from the Procfile and run as a process supervisor runs
+"""The Procfile's four lines, read from the Procfile and run as a process supervisor runs
 them: each through the shell, with the variables a deployment sets beside it
 (docs/operations.md). Release migrates a fresh database, web (gunicorn, several workers)
-becomes ready, and the node spawn starts registers with it. With BLACKWIDOW_LOG_FORMAT=json,
+becomes ready, the monitor process (and no web worker) leads the monitor, and the node spawn
+starts registers with it. With BLACKWIDOW_LOG_FORMAT=json,
 every line each of them writes on stderr, gunicorn's own included, is one JSON object."""
 
 from __future__ import annotations
@@ -99,9 +100,9 @@ def json_lines(name: str, text: str) -> list[dict[str, object]]:
     return records
 
 
-def test_the_procfile_releases_serves_and_spawns_a_node_that_registers(tmp_path):
+def test_the_procfile_releases_serves_monitors_and_spawns_a_node_that_registers(tmp_path):
     lines, env = procfile(), deployment(tmp_path)
-    assert set(lines) == {"release", "web", "spawn"}
+    assert set(lines) == {"release", "web", "monitor", "spawn"}
     release = subprocess.run(
         ["sh", "-c", lines["release"]], env=env, capture_output=True, text=True, timeout=60
     )
@@ -112,18 +113,27 @@ def test_the_procfile_releases_serves_and_spawns_a_node_that_registers(tmp_path)
         count = answer(f"{hub}/api/v1/nodes/count")
         return count.json()["active"] if count else 0
 
+    def leader() -> str | None:
+        health = answer(f"{hub}/api/v1/health")
+        return health.json()["monitor"]["holder"] if health else None
+
     web = start(lines["web"], env, tmp_path / "web.log")
-    node = None
+    monitor = node = None
     try:
         ready = wait_until(lambda: answer(f"{hub}/readyz"), timeout=60, what="web ready")
-        assert ready.json() == {"status": "ready", "role": "hub", "reasons": []}
+        assert ready.json()["status"] == "ready"
+        monitor = start(lines["monitor"], env, tmp_path / "monitor.log")
+        holder = wait_until(leader, timeout=60, what="a monitor leading")
+        assert holder.split(":")[1] == str(monitor.pid)  # web's workers run no monitor
         node = start(lines["spawn"], env, tmp_path / "spawn.log")
         wait_until(lambda: active_nodes() == 1, timeout=60, what="the node registered")
     finally:
-        statuses = [stop(process) for process in (node, web) if process is not None]
-    assert statuses == [0, 0]
+        started = (node, monitor, web)
+        statuses = [stop(process) for process in started if process is not None]
+    assert statuses == [0, 0, 0]
     web_log = json_lines("web", (tmp_path / "web.log").read_text())
     assert any(record["logger"] == "gunicorn.error" for record in web_log)  # gunicorn's own
-    assert any(str(record["logger"]).startswith("blackwidow.") for record in web_log)
+    monitor_log = json_lines("monitor", (tmp_path / "monitor.log").read_text())
+    assert any(record["logger"] == "blackwidow.monitor.loop" for record in monitor_log)
     assert json_lines("spawn", (tmp_path / "spawn.log").read_text())
     assert json_lines("release", release.stderr)

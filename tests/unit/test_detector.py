@@ -156,3 +156,56 @@ def test_a_node_just_heard_has_phi_zero_never_minus_zero():
         detector.heartbeat(1, step[2])
     phi = detector.phi(1, 10.0)
     assert phi == 0.0 and math.copysign(1.0, phi) == 1.0
+
+
+def time_to_dead(detector: PhiAccrualDetector, node_id: int, last_beat: float) -> float:
+    """Seconds after the node's last beat until it is judged dead, to a tenth of a second."""
+    for tenth in range(1, 10_000):
+        if detector.verdict(node_id, last_beat + tenth / 10) is DEAD:
+            return tenth / 10
+    raise AssertionError("never judged dead")
+
+
+def polled(detector: PhiAccrualDetector, node_id: int, asks: list[float], answer_after: float):
+    """Polls asked at `asks`, each answered `answer_after` seconds later."""
+    for asked_at in asks:
+        detector.heartbeat(node_id, asked_at + answer_after, asked_at=asked_at)
+
+
+def test_a_hub_stall_does_not_teach_the_detector_to_wait_longer():
+    """The hub sends no polls for 30 s (its own stall), then polls on time again: a node that
+    answered every poll it was sent promptly is judged dead as fast as one whose hub never
+    stalled. Intervals are the node's to explain only from when the hub asked."""
+    every = 1.0
+    steady_asks = [100.0 + every * n for n in range(5)]
+    after_stall = [134.0 + every * n for n in range(5)]  # nothing asked from 104 to 134
+    stalled = PhiAccrualDetector(SETTINGS, started_at=100.0)
+    polled(stalled, 1, [*steady_asks, *after_stall], answer_after=0.01)
+    never = PhiAccrualDetector(SETTINGS, started_at=100.0)
+    polled(never, 1, [100.0 + every * n for n in range(10)], answer_after=0.01)
+    assert time_to_dead(stalled, 1, after_stall[-1] + 0.01) == time_to_dead(never, 1, 109.01)
+
+
+def test_a_node_slow_to_answer_on_time_polls_still_earns_patience():
+    """A node that takes 3 s to answer polls asked on time has long intervals of its own."""
+    detector = PhiAccrualDetector(SETTINGS, started_at=100.0)
+    answered = 100.0
+    for _ in range(10):
+        asked_at = answered  # the next poll goes out as soon as the last one came back
+        answered = asked_at + 3.0
+        detector.heartbeat(1, answered, asked_at=asked_at)
+    assert detector.verdict(1, answered + 3.5) is ALIVE
+
+
+def test_a_node_is_not_condemned_for_a_stall_of_the_hub():
+    """The hub sends no polls for 30 s; the first poll after it goes unanswered. The node's
+    silence counts from when the hub asked again, not from its last answer before the stall:
+    alive then, and dead as soon as a node whose hub never stalled would be."""
+    detector = PhiAccrualDetector(SETTINGS, started_at=100.0)
+    polled(detector, 1, [100.0 + n for n in range(5)], answer_after=0.01)  # last answer 104.01
+    detector.missed(1, asked_at=134.0)
+    assert detector.verdict(1, 134.5) is ALIVE
+    never = PhiAccrualDetector(SETTINGS, started_at=100.0)
+    polled(never, 1, [100.0 + n for n in range(5)], answer_after=0.01)
+    never.missed(1, asked_at=105.0)
+    assert time_to_dead(detector, 1, 134.0) == time_to_dead(never, 1, 105.0)
