@@ -44,10 +44,10 @@ def _detail(construct: Any, kind: str | None = None) -> dict[str, Any] | None:
     given no Content-Location."""
     if construct is None:
         return None
-    value = _fixed(construct.value or "")
-    if kind is None:
+    value = construct.value or ""
+    if kind is None:  # guessed before the fixes, as feedparser does
         kind = "text/html" if _FeedParserMixin.looks_like_html(value) else "text/plain"
-    return {"type": kind, "value": value, "base": ""}
+    return {"type": kind, "value": _fixed(value), "base": ""}
 
 
 def _date(value: str | None) -> Any:

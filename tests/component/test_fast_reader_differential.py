@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from xml.sax.saxutils import escape, quoteattr
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sources.rss.parse import FeedError, feedparser_read, parse_with, routed_read
@@ -45,8 +45,8 @@ def test_on_the_fast_path_every_corpus_feed_gives_feedparsers_items() -> None:
         by_feedparser, routed = _both_ways(body, headers)
         assert routed == by_feedparser, name
 
-    # RSS with the common namespaces (WordPress, Blogger, news sites): a quarter of the corpus
-    assert fast >= 25
+    # RSS with the common namespaces (WordPress, Blogger, news sites, podcasts): 34 of 109
+    assert fast >= 30
 
 
 # -- generated feeds --------------------------------------------------------------------
@@ -75,7 +75,7 @@ _PIECES = st.one_of(
     _WORDS.map(escape),
     _WORDS.map(lambda w: f"<![CDATA[{w}]]>" if "]]>" not in w else escape(w)),
     st.sampled_from(["&amp;", "&lt;", "&gt;", "&quot;", "&apos;", "&#233;", "&#x2019;"]),
-    st.sampled_from(["&amp;amp;", "&amp;nbsp;", "&amp;#8217;", "&nbsp;", "&eacute;"]),
+    st.sampled_from(["&amp;amp;", "&amp;nbsp;", "&amp;#8217;"]),
     st.sampled_from(["&lt;b&gt;bold&lt;/b&gt;", "&lt;p&gt;para&lt;/p&gt;", "&lt;br&gt;"]),
     st.sampled_from(["<![CDATA[<em>em</em> & more]]>", "<![CDATA[<script>x()</script>]]>"]),
     st.sampled_from(["&lt;img src=&quot;pic.png&quot;&gt;", '<![CDATA[<a href="/rel">r</a>]]>']),
@@ -116,12 +116,28 @@ _NAMESPACES = st.lists(
             ("atom", "http://www.w3.org/2005/Atom"),
             ("slash", "http://purl.org/rss/1.0/modules/slash/"),
             ("itunes", "http://www.itunes.com/dtds/podcast-1.0.dtd"),
+            ("it", "http://www.itunes.com/dtds/podcast-1.0.dtd"),
             ("media", "http://search.yahoo.com/mrss/"),
+            ("googleplay", "http://www.google.com/schemas/play-podcasts/1.0"),
         ]
     ),
     unique=True,
     max_size=4,
 )
+
+
+_DOCTYPE = (
+    '<!DOCTYPE rss PUBLIC "-//Netscape Communications//DTD RSS 0.91//EN"'
+    ' "http://my.netscape.com/publish/formats/rss-0.91.dtd">\n'
+)
+# podcast and media elements, some of which feedparser folds into an entry's fields
+_PODCAST = ["summary", "author", "subtitle", "title", "duration", "explicit", "keywords"]
+_EXTENSIONS = {
+    "itunes": _PODCAST,
+    "it": _PODCAST,
+    "googleplay": ["description", "author"],
+    "media": ["title", "description", "credit", "keywords", "category"],
+}
 
 
 def _element(name: str, value: str) -> str:
@@ -146,10 +162,10 @@ def rss_items(draw: st.DrawFn, prefixes: set[str]) -> str:
         parts.append(_element("comments", draw(_LINKS)))
     if "wfw" in prefixes:
         parts.append(_element("wfw:commentRss", draw(_LINKS)))
-    if "itunes" in prefixes:
-        parts.append(_element("itunes:summary", draw(_TEXT)))
-    if "media" in prefixes:
-        parts.append(_element("media:description", draw(_TEXT)))
+    for prefix, names in _EXTENSIONS.items():
+        if prefix in prefixes:
+            for name in draw(st.lists(st.sampled_from(names), unique=True, max_size=3)):
+                parts.append(_element(f"{prefix}:{name}", draw(_TEXT)))
     order = draw(st.permutations(parts))
     return "<item>" + "".join(order) + "</item>"
 
@@ -160,11 +176,17 @@ def rss_documents(draw: st.DrawFn) -> bytes:
     declared = "".join(f" xmlns:{prefix}={quoteattr(uri)}" for prefix, uri in namespaces)
     items = draw(st.lists(rss_items({p for p, _ in namespaces}), min_size=1, max_size=4))
     ttl = draw(st.sampled_from(["", "60", "0", "-5", "soon"]))
+    # now and then an HTML entity XML does not define, or a bare ampersand: ill-formed XML
+    odd = draw(st.sampled_from(["", "", "", "", "&nbsp;", "&eacute;", "R&D"]))
+    base = draw(st.sampled_from(["", "", "", ' xml:base="https://elsewhere.example/dir/"']))
     head = (
-        _element("title", draw(_TEXT)) + _element("ttl", ttl) + "<link>https://blog.example/</link>"
+        _element("title", draw(_TEXT))
+        + _element("ttl", ttl)
+        + _element("generator", odd)
+        + "<link>https://blog.example/</link>"
     )
-    document = f'<rss version="2.0"{declared}><channel>{head}{"".join(items)}</channel></rss>'
-    declaration = draw(st.sampled_from(["", '<?xml version="1.0" encoding="UTF-8"?>\n']))
+    document = f'<rss version="2.0"{declared}><channel{base}>{head}{"".join(items)}</channel></rss>'
+    declaration = draw(st.sampled_from(["", '<?xml version="1.0" encoding="UTF-8"?>\n', _DOCTYPE]))
     return (declaration + document).encode()
 
 
@@ -197,8 +219,40 @@ def atom_documents(draw: st.DrawFn) -> bytes:
     ).encode()
 
 
+def _rss(channel: str, namespaces: str = "") -> bytes:
+    return f'<rss version="2.0"{namespaces}><channel>{channel}</channel></rss>'.encode()
+
+
+_ITEM = "<item><link>https://blog.example/post</link>{}</item>"
+_DC = ' xmlns:dc="http://purl.org/dc/elements/1.1/"'
+# differences larger runs found, each of which the rule or the fast reader now accounts for
+_FOUND = [
+    # an undefined entity where feedparser-rs does not look: feedparser reads it leniently
+    _rss(
+        "<generator>&nbsp;</generator>" + _ITEM.format("<author>R&amp;D desk</author>"),
+        ' xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"',
+    ),
+    # feedparser guesses a title's type before it repairs UTF-8 read as Latin-1
+    _rss(_ITEM.format("<title>&lt;\u00e2\u0080\u0099&amp;amp;</title>")),
+    # of <author> and <dc:creator>, feedparser keeps the later
+    _rss(_ITEM.format("<dc:creator>Jo</dc:creator><author>jo@blog.example (Jo)</author>"), _DC),
+    # a <pubDate> feedparser-rs cannot read, and a dc:date
+    _rss(
+        _ITEM.format(
+            "<pubDate>Sat, Dec 16 2023 02:02:33 PM</pubDate>"
+            "<dc:date>Thu, 25 Feb 2021 10:15:00 +0000</dc:date>"
+        ),
+        _DC,
+    ),
+]
+
+
 @GENERATED
 @given(body=st.one_of(rss_documents(), atom_documents()))
+@example(body=_FOUND[0])
+@example(body=_FOUND[1])
+@example(body=_FOUND[2])
+@example(body=_FOUND[3])
 def test_on_the_fast_path_generated_feeds_give_feedparsers_items(body: bytes) -> None:
     headers = {"Content-Type": "application/rss+xml; charset=utf-8"}
     by_feedparser, routed = _both_ways(body, headers)
