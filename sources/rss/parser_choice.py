@@ -16,6 +16,7 @@ and regular expression scans, a small fraction of either parse.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 # namespaces whose elements both readers treat alike (or both ignore), each with the elements
 # that feedparser alone folds into an entry's title, text or author (`itunes:summary` becomes
@@ -33,10 +34,15 @@ FAST_NAMESPACES: dict[str, frozenset[str]] = {
     "http://wellformedweb.org/CommentAPI/": frozenset(),
     "http://webns.net/mvcb/": frozenset(),
     "http://rssnamespace.org/feedburner/ext/1.0": frozenset(),
-    "http://www.w3.org/2005/Atom": frozenset(),  # in RSS: atom:link rel="self" and the like
+    "http://www.w3.org/2005/Atom": frozenset(  # in RSS: atom:link rel="self" and the like
+        {"title", "summary", "content", "id", "updated", "published", "author"}
+    ),
     "http://www.itunes.com/dtds/podcast-1.0.dtd": frozenset({"summary", "author", "name"}),
     "http://search.yahoo.com/mrss/": frozenset({"title", "description"}),
 }
+# elements of those namespaces that feedparser also folds into an entry, but only in one: a
+# channel's <atom:link rel="self"> is harmless, an item's may be its link or its replies
+_FOLDED_IN_ITEMS = {"http://www.w3.org/2005/Atom": ("link",)}
 _ROOT = re.compile(rb"<([A-Za-z_][\w.:-]*)")
 _NAMESPACE = re.compile(rb"""xmlns(:[\w.-]+)?\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 _RSS_ROOTS = (b"rss", b"rdf:RDF")
@@ -77,4 +83,13 @@ def _fast_namespace(prefix: bytes, uri: str, decoded: bytes) -> bool:
     folded = FAST_NAMESPACES.get(uri)
     if folded is None or (folded and not prefix):
         return False
-    return not any(b"<%s:%s" % (prefix[1:], name.encode()) in decoded for name in folded)
+    name = prefix[1:]
+    if _uses(decoded, name, folded, 0):
+        return False
+    first_item = decoded.find(b"<item")
+    return first_item < 0 or not _uses(decoded, name, _FOLDED_IN_ITEMS.get(uri, ()), first_item)
+
+
+def _uses(decoded: bytes, prefix: bytes, names: Iterable[str], start: int) -> bool:
+    """Whether any of these elements of the prefix's namespace opens after `start`."""
+    return any(decoded.find(b"<%s:%s" % (prefix, name.encode()), start) >= 0 for name in names)

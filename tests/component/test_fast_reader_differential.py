@@ -18,7 +18,7 @@ from tests.servers.feed_corpus import MANIFEST, REAL, read_fast
 FETCHED_AT = datetime(2024, 5, 1, tzinfo=UTC)
 FEED_URL = "https://feeds.example/blog/feed.xml"
 GENERATED = settings(
-    max_examples=150,
+    max_examples=200,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow],
@@ -45,7 +45,7 @@ def test_on_the_fast_path_every_corpus_feed_gives_feedparsers_items() -> None:
         by_feedparser, routed = _both_ways(body, headers)
         assert routed == by_feedparser, name
 
-    # RSS with the common namespaces (WordPress, Blogger, news sites, podcasts): 34 of 109
+    # RSS with the common namespaces (WordPress, Blogger, news sites, podcasts): 32 of 109
     assert fast >= 30
 
 
@@ -122,7 +122,7 @@ _NAMESPACES = st.lists(
         ]
     ),
     unique=True,
-    max_size=4,
+    max_size=3,
 )
 
 
@@ -137,7 +137,17 @@ _EXTENSIONS = {
     "it": _PODCAST,
     "googleplay": ["description", "author"],
     "media": ["title", "description", "credit", "keywords", "category"],
+    "dc": ["title", "description", "subject", "identifier", "publisher", "rights", "language"],
+    "atom": ["title", "summary", "content", "id", "updated", "published"],
 }
+# elements that stand for others: Atom's in an RSS item, with their attributes
+_ATOM_LINKS = [
+    '<atom:link rel="self" href="https://blog.example/feed"/>',
+    '<atom:link rel="replies" href="https://blog.example/c"/>',
+    '<atom:link rel="alternate" href="https://blog.example/alt"/>',
+    '<atom:link href="https://blog.example/plain"/>',
+    "<atom:author><atom:name>Jo</atom:name></atom:author>",
+]
 
 
 def _element(name: str, value: str) -> str:
@@ -156,6 +166,8 @@ def rss_items(draw: st.DrawFn, prefixes: set[str]) -> str:
     if "dc" in prefixes:
         parts.append(_element("dc:creator", draw(_AUTHORS)))
         parts.append(_element("dc:date", draw(_DATES)))
+    if "atom" in prefixes:
+        parts.extend(draw(st.lists(st.sampled_from(_ATOM_LINKS), unique=True, max_size=2)))
     if "content" in prefixes:
         parts.append(_element("content:encoded", draw(_TEXT)))
     if draw(st.booleans()):
@@ -164,7 +176,7 @@ def rss_items(draw: st.DrawFn, prefixes: set[str]) -> str:
         parts.append(_element("wfw:commentRss", draw(_LINKS)))
     for prefix, names in _EXTENSIONS.items():
         if prefix in prefixes:
-            for name in draw(st.lists(st.sampled_from(names), unique=True, max_size=3)):
+            for name in draw(st.lists(st.sampled_from(names), unique=True, max_size=2)):
                 parts.append(_element(f"{prefix}:{name}", draw(_TEXT)))
     order = draw(st.permutations(parts))
     return "<item>" + "".join(order) + "</item>"
@@ -272,4 +284,4 @@ def test_generated_feeds_take_the_fast_path_often_enough_to_test_it() -> None:
         fast += read_fast(body, {"Content-Type": "application/rss+xml"})
 
     count()
-    assert fast >= 10
+    assert fast >= 8
