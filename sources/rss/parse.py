@@ -74,7 +74,8 @@ def content_type(headers: Mapping[str, str], body: bytes) -> str:
 
 
 def feedparser_read(body: bytes, kind: str, utf8: bytes | None = None) -> Reading:
-    """feedparser's reading of the document, or FeedError where it finds no feed in it.
+    """feedparser's reading of the document, or FeedError where it finds no feed in it. It
+    decodes the bytes itself; `utf8`, that same decoding, is there for the Reader signature.
 
     feedparser only ever sees the bytes, wrapped in a stream: given a str, or even bytes that
     name an existing path, it would open a URL or a local file. Of the response's headers,

@@ -26,7 +26,7 @@ FAST_NAMESPACES: dict[str, frozenset[str]] = {
     "http://purl.org/rss/1.0/": frozenset(),  # RSS 1.0's own elements
     "http://my.netscape.com/rdf/simple/0.9/": frozenset(),  # RSS 0.90's
     "http://www.w3.org/1999/02/22-rdf-syntax-ns#": frozenset(),
-    "http://purl.org/dc/elements/1.1/": frozenset(),
+    "http://purl.org/dc/elements/1.1/": frozenset({"title", "description", "author"}),
     "http://purl.org/rss/1.0/modules/content/": frozenset(),
     "http://purl.org/rss/1.0/modules/syndication/": frozenset(),
     "http://purl.org/rss/1.0/modules/slash/": frozenset(),
