@@ -189,8 +189,9 @@ def rss_documents(draw: st.DrawFn) -> bytes:
     declared = "".join(f" xmlns:{prefix}={quoteattr(uri)}" for prefix, uri in namespaces)
     items = draw(st.lists(rss_items({p for p, _ in namespaces}), min_size=1, max_size=4))
     ttl = draw(st.sampled_from(["", "60", "0", "-5", "soon"]))
-    # now and then an HTML entity XML does not define, or a bare ampersand: ill-formed XML
-    odd = draw(st.sampled_from(["", "", "", "", "&nbsp;", "&eacute;", "R&D"]))
+    # now and then an HTML entity XML does not define, a bare ampersand or a reference to a
+    # character XML forbids: ill-formed XML
+    odd = draw(st.sampled_from(["", "", "", "", "&nbsp;", "&eacute;", "R&D", "&#1;", "&#xFFFE;"]))
     base = draw(st.sampled_from(["", "", "", ' xml:base="https://elsewhere.example/dir/"']))
     head = (
         _element("title", draw(_TEXT))
@@ -257,6 +258,8 @@ _FOUND = [
         ),
         _DC,
     ),
+    # a character XML forbids: expat stops, and feedparser reads leniently
+    _rss(_ITEM.format("<title>a\x00b</title><description>x</description>")),
     # Dublin Core's title and Atom's replies link in an item, which feedparser folds in
     _rss(_ITEM.format("<dc:title>Fish</dc:title>"), _DC),
     _rss(
