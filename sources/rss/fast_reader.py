@@ -95,11 +95,12 @@ class _Entry:
 
 def fast_read(utf8: bytes) -> Reading | None:
     """The reading of a UTF-8 document, or None where it may not be feedparser's: where
-    feedparser-rs finds the document ill-formed (it would read its own repair), or gives an
-    entry a blank link (it blanks links to loopback and private addresses, which feedparser
-    keeps, and cannot tell them from an empty one)."""
+    feedparser-rs finds the document ill-formed (it would read its own repair), finds no
+    entry (whether that is a feed at all is feedparser's call), or gives an entry a blank
+    link (it blanks links to loopback and private addresses, which feedparser keeps, and
+    cannot tell them from an empty one)."""
     parsed = feedparser_rs.parse(utf8, sanitize_html=False, resolve_relative_uris=False)
-    if parsed.bozo or any(not entry.link for entry in parsed.entries):
+    if parsed.bozo or not parsed.entries or any(not entry.link for entry in parsed.entries):
         return None
     feed = {"title_detail": _detail(parsed.feed.title_detail), "ttl": parsed.feed.ttl}
     return Reading(feed, [_Entry(entry) for entry in parsed.entries])
