@@ -15,6 +15,11 @@ from typing import Any
 
 import feedparser
 
+from sources.rss.fast_reader import fast_read
+from sources.rss.feed_guard import decoded
+from sources.rss.parse import content_type
+from sources.rss.parser_choice import takes_fast_path
+
 REAL = Path(__file__).resolve().parent.parent / "data" / "feeds" / "real"
 MANIFEST: dict[str, str] = json.loads((REAL / "manifest.json").read_text())
 
@@ -32,6 +37,13 @@ def distinct_entries(parsed: Any) -> int:
     form; no feed of the corpus is affected, and a count would show it.)"""
     keys = {(entry.get("id") or entry.get("link") or "").strip() for entry in parsed.entries}
     return len(keys - {""})
+
+
+def read_fast(body: bytes, headers: dict[str, str]) -> bool:
+    """Whether parse_feed reads this document with the fast reader (sources.rss.fast_reader)
+    rather than feedparser: the rule lets it, and the fast reader does not decline it."""
+    utf8 = decoded(body, content_type(headers, body))
+    return utf8 is not None and takes_fast_path(utf8) and fast_read(utf8) is not None
 
 
 class _Handler(BaseHTTPRequestHandler):
