@@ -21,6 +21,7 @@ from typing import Any
 
 FEED_PATH = re.compile(r"/f/(\d+)\.xml")
 STARTED_AT = 1_700_000_000.0
+SITE = "https://farm.example"
 WORDS = ["crawler", "feeds", "routing", "quota", "hub", "node", "python", "redis", "cassandra"]
 
 
@@ -29,20 +30,22 @@ def shape(n: int) -> tuple[int, int]:
     return 20 + (n * 7) % 31, 10_000 + ((n * 13) % 51) * 1000
 
 
-def render(base_url: str, n: int, version: int) -> bytes:
-    """Feed n at `version`: items version+1 .. version+count, newest first."""
+def render(n: int, version: int) -> bytes:
+    """Feed n at `version`: items version+1 .. version+count, newest first. The feeds and
+    their items link to the farm's site on a public name, as real feeds link to their sites
+    (a reader may treat links to loopback apart), wherever the farm itself serves them."""
     count, size = shape(n)
     paragraph_words = max(5, (size // count - 260) // 7)
     parts = [
         '<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel>',
-        f"<title>Feed {n}</title><link>{base_url}/f/{n}.xml</link>",
+        f"<title>Feed {n}</title><link>{SITE}/f/{n}</link>",
         f"<description>Bench feed {n}</description>",
     ]
     for item in range(version + count, version, -1):
         words = " ".join(WORDS[(item + k) % len(WORDS)] for k in range(paragraph_words))
         parts.append(
             f"<item><title>Feed {n} story {item}</title>"
-            f"<link>{base_url}/posts/{n}/{item}</link><guid>{base_url}/posts/{n}/{item}</guid>"
+            f"<link>{SITE}/posts/{n}/{item}</link><guid>{SITE}/posts/{n}/{item}</guid>"
             f"<description>&lt;p&gt;{words}&lt;/p&gt;</description>"
             f"<pubDate>{formatdate(STARTED_AT + item * 60, usegmt=True)}</pubDate></item>"
         )
@@ -71,7 +74,7 @@ class Farm:
             self.advances += 1
             return self.advances
 
-    def answer(self, base_url: str, n: int, if_none_match: str | None) -> tuple[int, bytes, str]:
+    def answer(self, n: int, if_none_match: str | None) -> tuple[int, bytes, str]:
         with self.lock:
             version = self.versions[n]
             etag = f'"{n}-{version}"'
@@ -83,7 +86,7 @@ class Farm:
             self.fetched.add(n)
             cached = self.bodies.get(n)
         if cached is None or cached[0] != version:
-            cached = (version, render(base_url, n, version))
+            cached = (version, render(n, version))
             with self.lock:
                 self.bodies[n] = cached
         return 200, cached[1], etag
@@ -107,9 +110,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, b"no such feed")
         else:
             n = int(found.group(1))
-            status, body, etag = self.server.farm.answer(
-                self.server.base_url, n, self.headers.get("If-None-Match")
-            )
+            status, body, etag = self.server.farm.answer(n, self.headers.get("If-None-Match"))
             modified = formatdate(STARTED_AT + self.server.farm.versions[n], usegmt=True)
             self._send(status, body, {"ETag": etag, "Last-Modified": modified})
 
