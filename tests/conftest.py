@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -16,6 +17,19 @@ from blackwidow.store.cassandra import make_cluster
 from tests import summary
 
 pytest_plugins = ["tests.services.plugin"]
+
+
+class _LoggersListedWhole(dict[str, Any]):
+    """The logging registry, whose values are listed in one step. pytest's log capture walks
+    every logger at each test's set-up, while the threads that start the test servers (and
+    the clients they connect with) may register a logger of their own: a plain dict then
+    fails the walk with "dictionary changed size during iteration", and the session with it."""
+
+    def values(self) -> list[Any]:  # type: ignore[override]
+        return list(super().values())
+
+
+logging.root.manager.loggerDict = _LoggersListedWhole(logging.root.manager.loggerDict)
 
 
 def pytest_configure(config: pytest.Config) -> None:
