@@ -3,8 +3,8 @@
 One interpreter runs one thread of Python at a time, so a node whose fetchers parse in its own
 process uses one core however many the host has, and its answers to the hub's polls wait
 behind the parses. Sources hand such work here instead: a bounded pool of processes, as many
-as the host's cores unless configured, started on first use. The calling fetcher thread waits
-off the interpreter while a worker runs the job.
+as the host's cores unless configured, started with the node (and again after a loss). The
+calling fetcher thread waits off the interpreter while a worker runs the job.
 
 Workers start from a fork server (never a fork of the threaded node itself) that has already
 imported the modules the jobs need, so a new worker is ready in milliseconds. A worker that
@@ -42,7 +42,7 @@ class WorkerProcesses:
     def __init__(self, workers: int, preload: Sequence[str] = ()) -> None:
         if workers < 1:
             raise ValueError("workers must be at least 1")
-        self.workers = workers
+        self._workers = workers
         self._context = multiprocessing.get_context("forkserver")
         self._context.set_forkserver_preload(list(preload))
         self._lock = threading.Lock()
@@ -82,7 +82,7 @@ class WorkerProcesses:
                 raise WorkerLost("the node's worker processes are stopped")
             if self._pool is None:
                 self._pool = ProcessPoolExecutor(
-                    self.workers,
+                    self._workers,
                     mp_context=self._context,
                     initializer=_exit_with,
                     initargs=(os.getpid(),),
