@@ -35,9 +35,9 @@ import requests
 from bench import machine
 from bench.hub_processes import REPO, Processes, raise_on_sigterm, start_hub
 from bench.ingest import local_cassandra
-from blackwidow.store import open_store, upgrade_store
-from blackwidow.store.cassandra import make_cluster
-from blackwidow.store.cassandra_config import parse
+from blackwidow.core.store import open_store, upgrade_store
+from blackwidow.core.store.cassandra.config import parse
+from blackwidow.core.store.cassandra.store import make_cluster
 from sources.model import Item
 
 BATCH = 5000

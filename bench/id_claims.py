@@ -20,10 +20,10 @@ from cassandra.concurrent import execute_concurrent
 from cassandra.query import BatchStatement, BatchType, PreparedStatement
 
 from bench.ingest import BATCH, WARMUP, local_cassandra, make_items, pipelined, rate
-from blackwidow.store import upgrade_store
-from blackwidow.store.cassandra import IN_FLIGHT, make_cluster
-from blackwidow.store.cassandra_config import parse
-from blackwidow.store.cassandra_rows import BUCKETS, ROWS_PER_BATCH
+from blackwidow.core.store import upgrade_store
+from blackwidow.core.store.cassandra.config import parse
+from blackwidow.core.store.cassandra.rows import BUCKETS, ROWS_PER_BATCH
+from blackwidow.core.store.cassandra.store import IN_FLIGHT, make_cluster
 
 ROW = "(crawler_id, bucket, item_id, writer, pending) VALUES (?, ?, ?, ?, false)"
 

@@ -40,11 +40,11 @@ import psutil
 from cassandra.cluster import Session
 
 from bench import machine
-from blackwidow.store import Store, Write, open_store, upgrade_store
-from blackwidow.store.cassandra import make_cluster
-from blackwidow.store.cassandra_config import parse
+from blackwidow.core.store import Store, Write, open_store, upgrade_store
+from blackwidow.core.store.cassandra.config import parse
+from blackwidow.core.store.cassandra.store import make_cluster
 from sources.model import Item, utc_text
-from spawn.delivery.group_commit import GroupCommit
+from spawn.output.group_commit import GroupCommit
 from tests.services.cassandra import Cassandra
 from tests.services.server import port_answers
 
@@ -182,7 +182,7 @@ def add_many(store: Store, calls: list[list[Write]]) -> None:
 
 def group_commit_at_once(store: Store, calls: list[list[Write]]) -> None:
     """The node's path: the writes of each round from threads at once, through one group
-    commit (spawn.delivery.group_commit), which gathers what waits into add_many calls."""
+    commit (spawn.output.group_commit), which gathers what waits into add_many calls."""
     commits = GroupCommit(store.add_many)
     with ThreadPoolExecutor(WRITES) as threads:
         for writes in calls:

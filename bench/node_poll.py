@@ -19,18 +19,18 @@ from pathlib import Path
 from flask import Flask, jsonify
 from flask.testing import FlaskClient
 
-from blackwidow.node_protocol import (
+from blackwidow.core.node_protocol import (
     EPOCH_HEADER,
     GENERATION_HEADER,
     SHARD_HEADER,
     SINCE_HEADER,
 )
-from blackwidow.store.sqlite import SqliteStore
+from blackwidow.core.store.sqlite import SqliteStore
 from sources.fetch.fetcher import GuardedFetcher
 from sources.registry import opener
 from sources.source_type import SourceContext
 from spawn.app import create_node_app
-from spawn.node import Node
+from spawn.node import NodeState
 from spawn.pool.source_pool import DataSourcePool
 
 SECRET = "bench-secret"
@@ -66,7 +66,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         store = SqliteStore(str(Path(directory) / "items.db"))
         pool = DataSourcePool(opener(SourceContext(GuardedFetcher(), 60.0)), store)
-        node = Node(pool, time.monotonic)
+        node = NodeState(pool, time.monotonic)
         node.mark_registered(1, GENERATION)
         client = create_node_app(node, SECRET).test_client()
         headers = {

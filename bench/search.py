@@ -33,10 +33,10 @@ from pathlib import Path
 
 from bench import machine
 from bench.ingest import local_cassandra
-from blackwidow.store import SearchUnsupported, Store, open_store, upgrade_store
-from blackwidow.store.cassandra import make_cluster
-from blackwidow.store.cassandra_config import parse
-from blackwidow.store.windows import words
+from blackwidow.core.store import SearchUnsupported, Store, open_store, upgrade_store
+from blackwidow.core.store.cassandra.config import parse
+from blackwidow.core.store.cassandra.store import make_cluster
+from blackwidow.core.store.windows import words
 from sources.model import Item
 
 CRAWLERS = 100

@@ -1,6 +1,6 @@
 """Simulated nodes: N real nodes in one cheap process, each on its own port on 127.0.0.1.
 
-Each node is the real thing — `spawn.node.Node`, a real `DataSourcePool` and the app of
+Each node is the real thing — `spawn.node.NodeState`, a real `DataSourcePool` and the app of
 `spawn.app.create_node_app` — with only its data sources and item sink replaced (a source that
 fetches nothing, a sink that stores nothing), so whatever the hub <-> node protocol becomes,
 the hub talks to the node code that ships. Registration is `spawn.registration.register_once`
@@ -38,11 +38,11 @@ from typing import Any
 import requests
 
 from bench.many_listeners import Answer, ManyListeners, call_app
-from blackwidow.settings import from_env
+from blackwidow.core.settings import from_env
 from sources.model import Item, SubscriberSpec
 from spawn import registration, watchdog
 from spawn.app import create_node_app
-from spawn.node import Node
+from spawn.node import NodeState
 from spawn.pool.source_pool import DataSourcePool
 
 log = logging.getLogger("bench.simulated_nodes")
@@ -116,7 +116,7 @@ class EventCounter(logging.Handler):
 @dataclass
 class SimulatedNode:
     url: str
-    node: Node
+    node: NodeState
     app: Any
     retry_at: float = 0.0
     failures: int = 0  # registrations failed in a row
@@ -139,7 +139,7 @@ class Simulator:
         for listener in sockets:
             port = listener.getsockname()[1]
             pool = DataSourcePool(lambda key, spec: IdleSource(key), NullSink())
-            node = Node(pool, clock=time.monotonic)
+            node = NodeState(pool, clock=time.monotonic)
             app = create_node_app(node, self.settings.cluster_secret)
             self.nodes[port] = SimulatedNode(f"http://127.0.0.1:{port}", node, app)
         self.listeners = ManyListeners(self.serve, threads)

@@ -27,9 +27,9 @@ from unittest import mock
 
 from bench import machine
 from bench.ingest import BATCH, local_cassandra, make_items
-from blackwidow.store import Store, open_store, threads, upgrade_store
-from blackwidow.store.cassandra import make_cluster
-from blackwidow.store.cassandra_config import parse
+from blackwidow.core.store import Store, open_store, threads, upgrade_store
+from blackwidow.core.store.cassandra.config import parse
+from blackwidow.core.store.cassandra.store import make_cluster
 from sources.model import Item
 
 WARMUP = 5_000

@@ -11,9 +11,9 @@ from sqlalchemy.orm import Session
 
 from blackwidow import changes
 from blackwidow.auth import Caller
-from blackwidow.errors import ApiError
+from blackwidow.core.errors import ApiError
+from blackwidow.core.tokens import hash_token, new_token
 from blackwidow.models import MAX_INTEGER, User
-from blackwidow.tokens import hash_token, new_token
 
 
 def create_user(session: Session, data: dict[str, Any]) -> tuple[User, str]:

@@ -7,7 +7,7 @@ from flask import Flask, jsonify
 from flask.typing import ResponseReturnValue
 
 from blackwidow import db
-from blackwidow.alerts.outbox import Outbox
+from blackwidow.alerts.outbox import AlertOutbox
 from blackwidow.api import (
     conversations,
     crawlers,
@@ -23,13 +23,13 @@ from blackwidow.api import (
 from blackwidow.api.contention import retry_every_view
 from blackwidow.api.context import Hub
 from blackwidow.api.gate import guard_every_view, security_scheme
+from blackwidow.core.errors import described_api, error_body, register_error_handlers
+from blackwidow.core.queue import open_queue
+from blackwidow.core.settings import Settings
+from blackwidow.core.store import Store, StoreUnavailable, open_store
 from blackwidow.dashboard import init_dashboard
-from blackwidow.errors import described_api, error_body, register_error_handlers
 from blackwidow.metrics.hub import serve_hub_metrics
-from blackwidow.monitor.node_client import NodeClient
-from blackwidow.queue import open_queue
-from blackwidow.settings import Settings
-from blackwidow.store import Store, StoreUnavailable, open_store
+from blackwidow.node_client import NodeClient
 
 MAX_REQUEST_BYTES = 1024 * 1024
 NODE_ANSWER_TIMEOUT = 2.0  # a crawler's page waits this long for its node's word on its feeds
@@ -47,7 +47,7 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         nodes=NodeClient(
             settings.cluster_secret, timeout=NODE_ANSWER_TIMEOUT, networks=settings.node_networks
         ),
-        alerts=Outbox(cluster_hook=settings.webhook_url is not None),
+        alerts=AlertOutbox(cluster_hook=settings.webhook_url is not None),
         queue=open_queue(settings.redis_url, settings.queue_maxlen),
     )
     api = described_api(app, "Black Widow", "/api/v1", MAX_REQUEST_BYTES, security_scheme)

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from blackwidow.errors import ApiError
+from blackwidow.core.errors import ApiError
+from blackwidow.core.tokens import bearer, hash_token, same_secret
 from blackwidow.models import User
-from blackwidow.tokens import bearer, hash_token, same_secret
 
 # built once: every request runs it, and building a statement costs more than running it
 _USER_OF_TOKEN = select(User.id).where(User.token_hash == bindparam("token_hash"))

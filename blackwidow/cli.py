@@ -11,16 +11,16 @@ import click
 from blackwidow.client import commands as analyst_commands
 
 if TYPE_CHECKING:
-    from blackwidow.settings import Settings
+    from blackwidow.core.settings import Settings
 
 # The servers' modules (SQL, Flask, the store drivers) are imported by the commands that run
 # them: an analyst's `blackwidow items` starts in a fraction of the time.
 
 
 def _settings(*, serves: bool = True, **overrides: object) -> Settings:
-    """The settings as every entry point that serves checks them (blackwidow.startup), with
+    """The settings as every entry point that serves checks them (blackwidow.core.startup), with
     logging set up in their format at --log-level; `overrides` are the command's options."""
-    from blackwidow import startup
+    from blackwidow.core import startup
 
     log_level = click.get_current_context().find_root().params["log_level"]
     settings = startup.settings_or_exit(serves=serves, log_level=log_level.upper())
@@ -34,7 +34,7 @@ def _settings(*, serves: bool = True, **overrides: object) -> Settings:
 @click.option("--log-level", default="INFO", show_default=True, help="Logging level (stderr).")
 def main(log_level: str) -> None:
     """Black Widow: distributed crawling with a hub and spawn nodes."""
-    from blackwidow import logs
+    from blackwidow.core import logs
 
     # text until a server's command has read BLACKWIDOW_LOG_FORMAT with its settings
     logs.configure("text", log_level.upper())
@@ -47,9 +47,10 @@ def main(log_level: str) -> None:
 def hub(host: str, port: int, database_url: str | None) -> None:
     """Run the hub: REST API and the monitor loop."""
     settings = _settings(database_url=database_url)  # first: the imports below log
-    from blackwidow import db, serving
+    from blackwidow import db
     from blackwidow.alerts.delivery import delivery_thread
     from blackwidow.app import create_app
+    from blackwidow.core import serving
     from blackwidow.monitor.loop import MonitorLoop
 
     engine = db.make_engine(settings.database_url)
@@ -77,13 +78,13 @@ def monitor(database_url: str | None) -> None:
     Procfile's web): polling a thousand nodes never takes the API's interpreter."""
     settings = _settings(database_url=database_url)
     from blackwidow import db
-    from blackwidow.alerts.outbox import Outbox
+    from blackwidow.alerts.outbox import AlertOutbox
     from blackwidow.monitor.loop import run_alone
 
     engine = db.make_engine(
         settings.database_url, settings.database_busy_timeout, settings.database_timeout
     )
-    alerts = Outbox(cluster_hook=settings.webhook_url is not None)
+    alerts = AlertOutbox(cluster_hook=settings.webhook_url is not None)
     run_alone(db.make_sessions(engine), settings, alerts)
 
 
@@ -133,7 +134,7 @@ def upgrade(database_url: str | None, store_url: str | None) -> None:
     """Apply every migration up to the newest, to the hub's SQL and to the item store."""
     settings = _settings(serves=False, database_url=database_url, store_url=store_url)
     from blackwidow import db
-    from blackwidow.store import StoreUnavailable, upgrade_store
+    from blackwidow.core.store import StoreUnavailable, upgrade_store
 
     db.upgrade(settings.database_url)
     click.echo(f"database upgraded: {db.make_engine(settings.database_url).url!r}")

@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session
 
 from blackwidow.alerts import events
 from blackwidow.alerts.events import Emitter
+from blackwidow.core.node_protocol import Shard
 from blackwidow.models import LIVE_NODE_STATES, Crawler, MonitorLock, Node, utcnow
 from blackwidow.monitor.leader import lock_name
-from blackwidow.node_protocol import Shard
 
 _NODE_FIELDS = ("id", "url", "state", "generation", "capacity", "subscribers", "data_sources")
 _NODE_FIELDS += ("cpu_percent", "memory_bytes", "last_polled_at")

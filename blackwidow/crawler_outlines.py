@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blackwidow import crawlers, opml
-from blackwidow.errors import ApiError
+from blackwidow.core.errors import ApiError
 from blackwidow.models import Crawler
 from sources.filters import filter_key
 from sources.model import DEFAULT_PRIORITY

@@ -13,10 +13,10 @@ from sqlalchemy.orm import Session
 
 from blackwidow import changes
 from blackwidow.auth import Caller
+from blackwidow.core.errors import ApiError, invalid_input
 from blackwidow.crawler_keys import key_for
-from blackwidow.errors import ApiError, invalid_input
 from blackwidow.models import MAX_INTEGER, Assignment, Crawler, Node
-from blackwidow.monitor.node_client import NodeClient, NodeTarget, NodeUnreachable
+from blackwidow.node_client import NodeClient, NodeTarget, NodeUnreachable
 from sources import timetable
 from sources.model import DEFAULT_PRIORITY
 from sources.registry import SOURCE_TYPES

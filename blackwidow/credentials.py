@@ -16,8 +16,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from blackwidow import changes, crawlers
+from blackwidow.core.errors import ApiError, invalid_input
 from blackwidow.crawler_keys import rekey, stored_credential
-from blackwidow.errors import ApiError, invalid_input
 from blackwidow.models import Credential, utcnow
 from sources.credentials import name_rule
 from sources.registry import CREDENTIAL_SCHEMAS

@@ -135,7 +135,7 @@ def upgrade(url: str) -> None:
 
 def _make_folder(url: str) -> None:
     """Make a SQLite file's folder when it is missing, as the default one in the data
-    directory is on a first run (blackwidow.settings.data_dir)."""
+    directory is on a first run (blackwidow.core.settings.data_dir)."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)

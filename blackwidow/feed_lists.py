@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from blackwidow import crawler_outlines, crawlers, opml
 from blackwidow.auth import Caller
-from blackwidow.errors import ApiError
+from blackwidow.core.errors import ApiError
 from blackwidow.models import Crawler
 from sources.filters import filter_key
 from sources.rss.query import MAX_FEEDS

@@ -2,7 +2,7 @@
 settings checked before gunicorn binds, its logging in the hub's one format, and one directory
 for prometheus-client's multiprocess mode.
 
-The settings are checked as `blackwidow hub` checks them (blackwidow.startup): with a bad
+The settings are checked as `blackwidow hub` checks them (blackwidow.core.startup): with a bad
 environment gunicorn stops at once with the same message and status, rather than serving
 workers that fail every request or answer every node 401.
 
@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from blackwidow import logs, startup
+from blackwidow.core import logs, startup
 
 MULTIPROCESS_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 

@@ -11,11 +11,11 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from blackwidow.core.node_protocol import Shard
+from blackwidow.core.queue import ItemQueue
+from blackwidow.core.store import Store
 from blackwidow.models import Crawler, MonitorLock, Node
 from blackwidow.monitor.leader import lock_name
-from blackwidow.node_protocol import Shard
-from blackwidow.queue import ItemQueue
-from blackwidow.store import Store
 
 UNHEALTHY_NODES = ("dead", "suspect")  # node states that make the cluster degraded
 

@@ -15,7 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import db
-from blackwidow.store import Store
+from blackwidow.core.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from flask_wtf.csrf import CSRFProtect
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow.auth import Caller, identify, identify_by_hash
-from blackwidow.settings import Settings, session_key
-from blackwidow.tokens import hash_token
+from blackwidow.core.settings import Settings, session_key
+from blackwidow.core.tokens import hash_token
 
 log = logging.getLogger(__name__)
 

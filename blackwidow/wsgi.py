@@ -5,15 +5,15 @@ them run cycles, and a claim on each outbox row lets only one send it);
 `blackwidow monitor` process beside it runs (the Procfile's web and monitor), so polling a
 thousand nodes never takes the interpreter that answers requests.
 
-The settings are checked as every entry point checks them (blackwidow.startup); run without
+The settings are checked as every entry point checks them (blackwidow.core.startup); run without
 blackwidow.gunicorn_conf, a bad environment stops a worker with gunicorn's "app failed to
 load" status, which stops gunicorn rather than have it boot the worker again and again."""
 
 from flask import Flask
 
-from blackwidow import startup
 from blackwidow.alerts.delivery import delivery_thread
 from blackwidow.app import create_app
+from blackwidow.core import startup
 from blackwidow.monitor.loop import MonitorLoop
 
 GUNICORN_APP_LOAD_ERROR = 4  # gunicorn.arbiter.Arbiter.APP_LOAD_ERROR: the master halts

@@ -60,7 +60,7 @@ class Item:
 @dataclass(frozen=True)
 class SubscriberSpec:
     """What the hub pushes to a node for one crawler (`PUT /subscribers/<crawler id>`). A node
-    reads one only through `blackwidow.node_schemas.SubscriberSpecSchema`, which checks it.
+    reads one only through `blackwidow.core.node_schemas.SubscriberSpecSchema`, which checks it.
 
     `lease` is the user-budget ceiling: the crawler's total stored items may not exceed it
     (None when the user has no limit). `item_limit` is the crawler's own ceiling.

@@ -1,21 +1,21 @@
 """The node's HTTP face: the hub pushes (PUT/DELETE) and polls (GET) subscribers here.
 
 flask-smorest reads every call's headers and bodies through the node protocol's schemas
-(blackwidow.node_protocol, blackwidow.node_schemas), answers errors in the hub's one shape,
-and describes the protocol at /openapi.json.
+(blackwidow.core.node_protocol and node_schemas), answers errors in the hub's one shape, and
+describes the protocol at /openapi.json.
 """
 
 from __future__ import annotations
 
 from flask import Flask
 
-from blackwidow.errors import described_api, register_error_handlers
-from blackwidow.metrics.exposition import ENDPOINT as METRICS_ENDPOINT
-from blackwidow.metrics.exposition import MetricsAccess, serve_metrics
+from blackwidow.core.errors import described_api, register_error_handlers
+from blackwidow.core.metrics.exposition import ENDPOINT as METRICS_ENDPOINT
+from blackwidow.core.metrics.exposition import MetricsAccess, serve_metrics
 from sources.credentials import CredentialBook
 from spawn.api import health, subscribers
 from spawn.metrics import NodeMetrics
-from spawn.node import Node
+from spawn.node import NodeState
 
 MAX_REQUEST_BYTES = 8 * 1024 * 1024  # a batch of specs; the hub sends at most MAX_BATCH
 METRICS_DOC = {
@@ -29,7 +29,7 @@ METRICS_DOC = {
 
 
 def create_node_app(
-    node: Node,
+    node: NodeState,
     cluster_secret: str | None,
     credentials: CredentialBook | None = None,
     metrics: NodeMetrics | None = None,

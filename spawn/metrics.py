@@ -1,6 +1,6 @@
 """A node's Prometheus figures: counters its data sources and sink move as they work, gauges
 read from the pool and the queue outbox when scraped, and the process's own (its build, CPU,
-memory, GC: blackwidow.metrics.process).
+memory, GC: blackwidow.core.metrics.process).
 
 `blackwidow_node_info{node="<id>"} 1` names the node as the hub's figures do
 (`blackwidow_node_phi{node="<id>"}`), once it has registered: a query joins the node's
@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from blackwidow.metrics.process import describe_process
+from blackwidow.core.metrics.process import describe_process
 from sources.model import Item
 from sources.observer import FETCH_OUTCOMES
 from sources.registry import SOURCE_TYPES

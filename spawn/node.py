@@ -11,13 +11,13 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from blackwidow.node_protocol import Cursor, Renewal, Shard
+from blackwidow.core.node_protocol import Cursor, Renewal, Shard
 from spawn.pool.source_pool import DataSourcePool
 
 log = logging.getLogger(__name__)
 
 
-class Node:
+class NodeState:
     def __init__(
         self,
         pool: DataSourcePool,

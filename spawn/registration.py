@@ -9,7 +9,7 @@ import threading
 import requests
 
 from sources.backoff import Backoff
-from spawn.node import Node
+from spawn.node import NodeState
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ def register_once(hub_url: str, node_url: str, capacity: int, secret: str) -> tu
 
 
 def keep_registering(
-    node: Node, hub_url: str, node_url: str, capacity: int, secret: str, stop: threading.Event
+    node: NodeState, hub_url: str, node_url: str, capacity: int, secret: str, stop: threading.Event
 ) -> None:
     """Loop for the node's lifetime: whenever the node is not registered, register it."""
     failures = 0

@@ -8,11 +8,11 @@ import threading
 import time
 from typing import Any
 
-from blackwidow import serving
-from blackwidow.metrics.exposition import MetricsAccess
-from blackwidow.node_protocol import REPLAY_WINDOW
-from blackwidow.settings import Settings
-from blackwidow.store import Store
+from blackwidow.core import serving
+from blackwidow.core.metrics.exposition import MetricsAccess
+from blackwidow.core.node_protocol import REPLAY_WINDOW
+from blackwidow.core.settings import Settings
+from blackwidow.core.store import Store
 from sources.credentials import CredentialBook
 from sources.fetch.fetcher import GuardedFetcher
 from sources.fetch.scheduler import FetchScheduler
@@ -21,10 +21,10 @@ from sources.registry import opener
 from sources.source_type import SourceContext
 from spawn import registration, watchdog
 from spawn.app import create_node_app
-from spawn.delivery.opening import open_delivery
 from spawn.load import ProcessLoad
 from spawn.metrics import NodeMetrics
-from spawn.node import Node
+from spawn.node import NodeState
+from spawn.output.opening import open_delivery
 from spawn.pool.renewals import Renewals
 from spawn.pool.run_counts import NO_LEDGER
 from spawn.pool.source_pool import DataSourcePool
@@ -96,7 +96,7 @@ def run_node(
         queued = sink_health["queue"]["pending"] if sink_health["queue"] else 0
         return queued + (0 if sink_health["store"]["ok"] else pool.held())
 
-    node = Node(pool, clock=time.monotonic, health=health, held=held, load=ProcessLoad())
+    node = NodeState(pool, clock=time.monotonic, health=health, held=held, load=ProcessLoad())
     app = create_node_app(
         node, settings.cluster_secret, credentials, metrics, MetricsAccess.of(settings)
     )

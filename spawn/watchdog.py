@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from spawn.node import Node
+from spawn.node import NodeState
 
 log = logging.getLogger(__name__)
 
@@ -14,7 +14,7 @@ TICK = 0.2  # seconds between store-write retries: they back off from a fifth of
 CHECK_EVERY = 5  # ticks between looks at the timers, which walk every subscriber
 
 
-def check(node: Node, orphan_after: float, detach_after: float) -> None:
+def check(node: NodeState, orphan_after: float, detach_after: float) -> None:
     """One look at the timers (docs/architecture.md "How a crawler runs", step 7)."""
     if not node.registered.is_set():
         return
@@ -27,7 +27,7 @@ def check(node: Node, orphan_after: float, detach_after: float) -> None:
     node.pool.recollect_due()
 
 
-def run(node: Node, orphan_after: float, detach_after: float, stop: threading.Event) -> None:
+def run(node: NodeState, orphan_after: float, detach_after: float, stop: threading.Event) -> None:
     """The timers on this thread, the write retries on one of their own: a retry may wait
     for a store that runs the write and never answers, and must not hold up a detach."""
     retries = threading.Thread(target=_retry_writes, args=(node, stop), name="write-retries")
@@ -37,6 +37,6 @@ def run(node: Node, orphan_after: float, detach_after: float, stop: threading.Ev
         check(node, orphan_after, detach_after)
 
 
-def _retry_writes(node: Node, stop: threading.Event) -> None:
+def _retry_writes(node: NodeState, stop: threading.Event) -> None:
     while not stop.wait(TICK):
         node.pool.retry_writes()

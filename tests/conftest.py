@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from blackwidow.store import cassandra_config, upgrade_store
-from blackwidow.store.cassandra import make_cluster
+from blackwidow.core.store import upgrade_store
+from blackwidow.core.store.cassandra import config as cassandra_config
+from blackwidow.core.store.cassandra.store import make_cluster
 from tests import summary
 
 pytest_plugins = ["tests.services.plugin"]

@@ -84,7 +84,7 @@ class SinkRecorder:
 @contextmanager
 def served(app: Any, name: str) -> Iterator[str]:
     """An app served by waitress on a loopback port, in a thread of this process: its URL."""
-    from blackwidow import serving
+    from blackwidow.core import serving
 
     server: Any
     server, url = serving.bind(app, "127.0.0.1", 0)

@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import readiness
 from blackwidow.alerts.sender import SendFailed, WebhookSender
+from blackwidow.core.settings import Settings
 from blackwidow.models import Webhook, WebhookDelivery, utcnow
-from blackwidow.settings import Settings
 from sources.backoff import Backoff
 
 log = logging.getLogger(__name__)

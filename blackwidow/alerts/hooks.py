@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from blackwidow.errors import ApiError
+from blackwidow.core.errors import ApiError
 from blackwidow.models import MAX_INTEGER, Webhook
 from sources.fetch.errors import FetchError
 from sources.fetch.guard import check_url

@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 KEEP_EVENTS = 1000  # alert events kept, newest first, for the dashboard's Recent alerts
 
 
-class Outbox:
+class AlertOutbox:
     """The emitter the hub uses; `cluster_hook` says whether BLACKWIDOW_WEBHOOK_URL is set."""
 
     def __init__(self, cluster_hook: bool) -> None:

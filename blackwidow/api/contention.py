@@ -20,8 +20,8 @@ from flask import Flask, request
 from sqlalchemy.exc import DBAPIError, TimeoutError
 
 from blackwidow.api.context import hub
+from blackwidow.core.errors import ApiError
 from blackwidow.db import is_contention, is_unreachable
-from blackwidow.errors import ApiError
 from sources.backoff import Backoff
 
 log = logging.getLogger(__name__)

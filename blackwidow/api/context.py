@@ -11,10 +11,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow.alerts.events import Emitter
 from blackwidow.auth import Caller
-from blackwidow.monitor.node_client import NodeClient
-from blackwidow.queue import ItemQueue
-from blackwidow.settings import Settings
-from blackwidow.store import Store
+from blackwidow.core.queue import ItemQueue
+from blackwidow.core.settings import Settings
+from blackwidow.core.store import Store
+from blackwidow.node_client import NodeClient
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ from blackwidow import session_cookie
 from blackwidow.api.context import hub
 from blackwidow.api.json_body import refuse_unreadable_json
 from blackwidow.auth import identify
-from blackwidow.openapi import CLUSTER_SECRET, TOKEN
-from blackwidow.tokens import require_cluster
+from blackwidow.core.openapi import CLUSTER_SECRET, TOKEN
+from blackwidow.core.tokens import require_cluster
 
 OPEN = frozenset({"static", "api-docs.openapi_json", "health.healthz", "health.health_detail"})
 OPEN |= {"health.readyz"}  # for load balancers and process supervisors
 OPEN |= {"nodes.NodeCountView"}  # for autoscalers
-OPEN |= {"metrics"}  # checks its own token and networks (blackwidow.metrics.exposition)
+OPEN |= {"metrics"}  # checks its own token and networks (blackwidow.core.metrics.exposition)
 OPEN |= {"dashboard.signin", "dashboard.static", "dashboard.favicon"}  # sign-in page and looks
 CLUSTER = frozenset({("nodes.Nodes", "POST")})  # node registration: the cluster secret
 SIGNED_IN = "dashboard."  # endpoints whose caller is the dashboard's session, not a token

@@ -15,7 +15,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from blackwidow import health, readiness
 from blackwidow.api.context import hub, transaction
-from blackwidow.errors import ApiError, api_error_response
+from blackwidow.core.errors import ApiError, api_error_response
 from blackwidow.models import utcnow
 
 blp = Blueprint("health", __name__, description="Health for support staff and load balancers")

@@ -9,7 +9,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 
 from blackwidow.api.list_args import PageArgs as ListPageArgs
 from blackwidow.api.list_args import page_limit
-from blackwidow.store.windows import TIME_FIELDS
+from blackwidow.core.store.windows import TIME_FIELDS
 from sources.model import Item
 from sources.segments import version_of
 

@@ -13,7 +13,7 @@ from blackwidow.api import exports
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.item_schemas import ItemsArgs, ItemsOut, WindowArgs
 from blackwidow.api.paging import LINK_HEADER, store_page
-from blackwidow.store.windows import Window
+from blackwidow.core.store.windows import Window
 
 blp = Blueprint("items", __name__, url_prefix="/api/v1/crawlers", description="A crawler's items")
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from flask import request
 
-from blackwidow.errors import ApiError
+from blackwidow.core.errors import ApiError
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 

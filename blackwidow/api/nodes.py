@@ -8,12 +8,13 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from blackwidow import cluster, node_networks
+from blackwidow import cluster
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.list_args import PageArgs
 from blackwidow.api.paging import LINK_HEADER, next_link, paged
 from blackwidow.api.schemas import NodeCount, NodeOut, NodeRegister, NodeRegistered
 from blackwidow.auth import require_admin
+from blackwidow.core import node_networks
 from blackwidow.models import Node
 
 blp = Blueprint("nodes", __name__, url_prefix="/api/v1/nodes", description="Spawn nodes")

@@ -13,7 +13,7 @@ from blackwidow import crawler_outlines, crawlers, feed_lists, opml
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.crawlers import crawler_out
 from blackwidow.api.schemas import MAX_BATCH, CrawlerBatchOut, CrawlerCreate
-from blackwidow.errors import ApiError, ErrorOut, invalid_input
+from blackwidow.core.errors import ApiError, ErrorOut, invalid_input
 from sources.rss.query import MAX_FEEDS
 
 OPML_TYPE = "text/x-opml"

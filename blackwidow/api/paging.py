@@ -22,9 +22,9 @@ from itsdangerous import BadSignature, URLSafeSerializer
 
 from blackwidow.api.context import caller, hub
 from blackwidow.auth import Caller
-from blackwidow.errors import ApiError
-from blackwidow.settings import Settings
-from blackwidow.store.windows import BadPosition, Page
+from blackwidow.core.errors import ApiError
+from blackwidow.core.settings import Settings
+from blackwidow.core.store.windows import BadPosition, ItemPage
 
 CURSOR_FIELD = "cursor"
 PAGE_FIELDS = ("limit", CURSOR_FIELD)  # a list's own arguments; the others are its filters
@@ -133,7 +133,7 @@ def paged(
 
 
 def store_page(
-    listing: str, filters: Mapping[str, Any], cursor: str | None, read: Callable[[Any], Page]
+    listing: str, filters: Mapping[str, Any], cursor: str | None, read: Callable[[Any], ItemPage]
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """A page the store reads from a position (items, a conversation), as the answer's body,
     `{"items": [...], "next": url | null}`, and its Link header. The position travels signed

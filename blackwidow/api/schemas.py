@@ -6,7 +6,7 @@ from typing import Any
 
 from marshmallow import INCLUDE, Schema, ValidationError, fields, validate
 
-from blackwidow.errors import invalid_input
+from blackwidow.core.errors import invalid_input
 from blackwidow.models import MAX_INTEGER
 from sources.model import DEFAULT_PRIORITY, PRIORITIES
 from sources.registry import CREDENTIAL_SCHEMAS, SOURCE_TYPES

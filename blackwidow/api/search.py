@@ -17,9 +17,9 @@ from blackwidow import crawlers
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.item_schemas import ItemsOut, PageArgs, WindowArgs
 from blackwidow.api.paging import LINK_HEADER, store_page
-from blackwidow.errors import ApiError, ErrorOut
-from blackwidow.store import SearchUnsupported
-from blackwidow.store.windows import Window, words
+from blackwidow.core.errors import ApiError, ErrorOut
+from blackwidow.core.store import SearchUnsupported
+from blackwidow.core.store.windows import Window, words
 
 blp = Blueprint("search", __name__, url_prefix="/api/v1/items", description="Searching items")
 

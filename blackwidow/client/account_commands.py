@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from blackwidow.client import config, output
-from blackwidow.client.config import HUB_ENV, Connection
+from blackwidow.client.config import HUB_ENV, HubConnection
 from blackwidow.client.hub_client import HubClient
 from blackwidow.client.options import connected
 
@@ -43,7 +43,7 @@ def login(hub_url: str | None, token_stdin: bool) -> None:
     token = _secret("token", from_stdin=token_stdin)
     if not token:
         raise click.UsageError("token: none given")
-    connection = Connection(hub_url.rstrip("/"), token)
+    connection = HubConnection(hub_url.rstrip("/"), token)
     hub = HubClient(connection)
     hub.call("GET", "/api/v1/crawlers", params={"limit": 1})  # a token the hub refuses: exit 1
     path = config.save(connection)

@@ -15,7 +15,7 @@ TOKEN_ENV = "BLACKWIDOW_TOKEN"
 
 
 @dataclass(frozen=True)
-class Connection:
+class HubConnection:
     hub_url: str
     token: str = field(repr=False)  # a traceback or a log line never shows it
 
@@ -42,7 +42,7 @@ def saved() -> dict[str, str]:
     return {key: str(value) for key, value in data.items() if key in ("hub_url", "token")}
 
 
-def resolve(hub_url: str | None, token: str | None) -> Connection:
+def resolve(hub_url: str | None, token: str | None) -> HubConnection:
     """The options (click has already read them from the environment when not given), else
     the login file; a missing one is a usage error naming its option and variable."""
     stored = saved()
@@ -52,10 +52,10 @@ def resolve(hub_url: str | None, token: str | None) -> Connection:
         raise click.UsageError(f"--hub: no hub URL (set {HUB_ENV} or run `blackwidow login`)")
     if not token:
         raise click.UsageError(f"--token: no token (set {TOKEN_ENV} or run `blackwidow login`)")
-    return Connection(hub_url.rstrip("/"), token)
+    return HubConnection(hub_url.rstrip("/"), token)
 
 
-def save(connection: Connection) -> Path:
+def save(connection: HubConnection) -> Path:
     """Write the login file readable by its owner only: created 0600 under a temporary name,
     then renamed over the old one, so no other user ever reads a token from it."""
     path = config_path()

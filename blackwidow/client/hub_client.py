@@ -9,7 +9,7 @@ from typing import IO, Any
 import click
 import requests
 
-from blackwidow.client.config import Connection
+from blackwidow.client.config import HubConnection
 
 TIMEOUT = 30.0  # seconds to connect and between bytes; exports stream for longer than this
 
@@ -25,7 +25,7 @@ class Refused(click.ClickException):
 
 
 class HubClient:
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: HubConnection) -> None:
         self.connection = connection
         self.url = connection.hub_url
         self._session = requests.Session()
@@ -77,7 +77,7 @@ def refusal(response: requests.Response) -> str:
 
 
 def cause(error: BaseException) -> BaseException:
-    """What failed beneath requests' and urllib3's wrappers (`[Errno 111] Connection refused`,
+    """What failed beneath requests' and urllib3's wrappers (`[Errno 111] HubConnection refused`,
     `Name or service not known`, `timed out`): their own messages fill a screen."""
     while (inner := error.__cause__ or error.__context__) is not None:
         error = inner

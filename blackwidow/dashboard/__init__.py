@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from flask import Flask
 
+from blackwidow.core.settings import Settings
 from blackwidow.dashboard import (
     cluster_page,
     crawler_create,
@@ -19,7 +20,6 @@ from blackwidow.dashboard import (
 )
 from blackwidow.dashboard.blueprint import blp
 from blackwidow.session_cookie import configure
-from blackwidow.settings import Settings
 
 __all__ = [
     "cluster_page",

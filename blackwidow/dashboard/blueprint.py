@@ -12,10 +12,10 @@ from flask_wtf.csrf import CSRFError
 
 from blackwidow import accounts
 from blackwidow.api.context import hub
+from blackwidow.core.errors import ApiError
+from blackwidow.core.store import StoreUnavailable
 from blackwidow.dashboard import display
-from blackwidow.errors import ApiError
 from blackwidow.session_cookie import SignInRequired
-from blackwidow.store import StoreUnavailable
 
 blp = Blueprint(
     "dashboard",

@@ -9,9 +9,9 @@ from flask.typing import ResponseReturnValue
 
 from blackwidow import crawlers
 from blackwidow.api.context import caller, transaction
+from blackwidow.core.errors import ApiError
 from blackwidow.dashboard.blueprint import blp
 from blackwidow.dashboard.forms import crawler_create, form_field
-from blackwidow.errors import ApiError
 
 FIELDS = ("name", "feeds", "keywords", "item_limit")  # what the form sends back when refused
 

@@ -20,13 +20,13 @@ from blackwidow import crawlers
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.list_args import CrawlerListArgs
 from blackwidow.api.paging import CURSOR_FIELD, next_url, paged
+from blackwidow.core.errors import ApiError
+from blackwidow.core.store import StoreUnavailable
 from blackwidow.dashboard import chart
 from blackwidow.dashboard.blueprint import blp, safe_next
 from blackwidow.dashboard.forms import crawler_edits
-from blackwidow.errors import ApiError
 from blackwidow.models import utcnow
 from blackwidow.monitor.states import CRAWLER_STATES
-from blackwidow.store import StoreUnavailable
 from sources.model import Item, utc_text
 from sources.registry import SOURCE_TYPES
 

@@ -13,8 +13,8 @@ from flask.typing import ResponseReturnValue
 
 from blackwidow import session_cookie
 from blackwidow.api.context import hub
+from blackwidow.core.errors import ApiError
 from blackwidow.dashboard.blueprint import blp, safe_next
-from blackwidow.errors import ApiError
 
 MAX_TOKEN_CHARS = 500
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import click
 
-from blackwidow.client.config import Connection
+from blackwidow.client.config import HubConnection
 from blackwidow.client.hub_client import HubClient
 from blackwidow.demo import processes
 from blackwidow.demo.status import Status
@@ -123,7 +123,7 @@ def _wait_for_nodes(admin: HubClient, count: int) -> None:
 def _setup(admin: HubClient, feeds: str) -> tuple[str, int]:
     """Create the demo user and crawlers; return the user's token and the first crawler."""
     user = admin.json("POST", "/api/v1/users", json={"name": "demo", "item_limit": 1000})
-    made = HubClient(Connection(admin.url, user["token"])).json(
+    made = HubClient(HubConnection(admin.url, user["token"])).json(
         "POST", "/api/v1/crawlers/batch", json={"crawlers": _crawlers(feeds)}
     )
     return user["token"], made["crawlers"][0]["id"]
@@ -195,14 +195,14 @@ def _demo(
     _start(env, workdir, running)
     feeds, hub = running[0].url, running[1].url
     print(f"hub {hub}  feeds {feeds}  logs {workdir}", flush=True)
-    admin = HubClient(Connection(hub, env["BLACKWIDOW_ADMIN_TOKEN"]))
+    admin = HubClient(HubConnection(hub, env["BLACKWIDOW_ADMIN_TOKEN"]))
     _wait_for_nodes(admin, 2)
     token, first_crawler = _setup(admin, feeds)
     print(*_welcome(hub, admin.connection.token, token, first_crawler), sep="\n", flush=True)
     hint = _kill_hint(sys.stdin.isatty(), kill_after, duration)
     if hint:
         print(hint, flush=True)
-    status = Status(HubClient(Connection(hub, token)))
+    status = Status(HubClient(HubConnection(hub, token)))
     status.wait_for_items(FIRST_ITEMS_TIMEOUT)
     _watch(hub, status, running[-1], duration, kill_after)
 

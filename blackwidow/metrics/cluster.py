@@ -16,11 +16,11 @@ from prometheus_client.registry import Collector, Metric
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from blackwidow.core.node_protocol import Shard
 from blackwidow.metrics import figures
 from blackwidow.models import Crawler, MonitorLock, Node, User, utcnow
 from blackwidow.monitor.leader import lock_name
 from blackwidow.monitor.states import CRAWLER_STATES
-from blackwidow.node_protocol import Shard
 
 NODE_STATES = ("active", "suspect", "dead")
 

@@ -4,7 +4,7 @@ Request times are per process. Under gunicorn (blackwidow.gunicorn_conf), promet
 multiprocess mode keeps each worker's in files of one directory, and a scrape of any worker
 sums them all; the cluster's figures are read from SQL by whichever worker is scraped, never
 summed, so they are the same everywhere. The process's own figures (CPU, memory, GC) are
-left out there: one worker's would stand for the hub's (blackwidow.metrics.process).
+left out there: one worker's would stand for the hub's (blackwidow.core.metrics.process).
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy.orm import Session, sessionmaker
 
+from blackwidow.core.metrics.exposition import MetricsAccess, serve_metrics
+from blackwidow.core.metrics.process import describe_process
+from blackwidow.core.settings import Settings
 from blackwidow.metrics.cluster import ClusterCollector
-from blackwidow.metrics.exposition import MetricsAccess, serve_metrics
 from blackwidow.metrics.http import measure_requests
-from blackwidow.metrics.process import describe_process
-from blackwidow.settings import Settings
 
 
 def serve_hub_metrics(app: Flask, sessions: sessionmaker[Session], settings: Settings) -> None:

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from blackwidow.alerts import events
 from blackwidow.alerts.events import Emitter, Event
 from blackwidow.models import Crawler, User
-from blackwidow.monitor.tracked import Tracked, chunks
+from blackwidow.monitor.memory.crawlers import Tracked, chunks
 
 
 class Holding(Protocol):

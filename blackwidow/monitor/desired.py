@@ -2,15 +2,15 @@
 
 A crawler whose user's budget is spent is not runnable, and becomes so again on the first
 cycle after the budget is raised: nothing about it is sticky. Nor is one whose crawl window
-is closed, until the window opens (blackwidow.monitor.window_timers wakes the cycle then).
+is closed, until the window opens (blackwidow.monitor.memory.window_timers wakes the cycle then).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from blackwidow.monitor.memory.crawlers import Tracked
 from blackwidow.monitor.states import CrawlerFacts
-from blackwidow.monitor.tracked import Tracked
 from sources import timetable
 from sources.model import SubscriberSpec
 

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from blackwidow.monitor.figures import MonitorFigures
-from blackwidow.monitor.node_client import NodeClient, NodeRejected, NodeTarget, NodeUnreachable
 from blackwidow.monitor.poller import in_parallel
 from blackwidow.monitor.reload import Plan
+from blackwidow.node_client import NodeClient, NodeRejected, NodeTarget, NodeUnreachable
 
 log = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ from typing import Any
 from sqlalchemy import case, delete, false, or_, select, update
 from sqlalchemy.orm import Session
 
+from blackwidow.core.node_protocol import Shard
 from blackwidow.db import insert_for
 from blackwidow.models import MonitorLock
 from blackwidow.monitor import holders
-from blackwidow.node_protocol import Shard
 
 LOCK = "monitor"
 PRESENCE = "hub:"  # name prefix of the presence rows of hub processes

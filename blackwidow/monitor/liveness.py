@@ -15,16 +15,16 @@ from datetime import timedelta
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from blackwidow.core.node_protocol import REPLAY_WINDOW
 from blackwidow.models import LIVE_NODE_STATES, Assignment, Node, utcnow
-from blackwidow.monitor import leases, pruning
+from blackwidow.monitor import pruning, quota_grants
 from blackwidow.monitor.alerting import PollAlerts
 from blackwidow.monitor.detector import FailureDetector, Verdict
 from blackwidow.monitor.figures import MonitorFigures
-from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.node_client import NodeClient, NodeTarget
+from blackwidow.monitor.memory.shard import ShardMemory
 from blackwidow.monitor.poller import NodeReport, poll_all
-from blackwidow.monitor.statuses import StatusIntake
-from blackwidow.node_protocol import REPLAY_WINDOW
+from blackwidow.monitor.report_intake import StatusIntake
+from blackwidow.node_client import NodeClient, NodeTarget
 
 log = logging.getLogger(__name__)
 
@@ -249,12 +249,12 @@ class Liveness:
                     total = report.load.data_sources if report.load else report.data_source_total
                     memory.data_sources[node_id] = total
             for node_id in gone:
-                memory.dirty |= leases.lose_node(memory, node_id, self._started_at)
+                memory.dirty |= quota_grants.lose_node(memory, node_id, self._started_at)
             for node_id, report in reports.items():
-                memory.dirty |= memory.view.apply(node_id, report, move_cursor=taken)
-            for node_id in set(memory.view.nodes()) - set(reports):
+                memory.dirty |= memory.reported.apply(node_id, report, move_cursor=taken)
+            for node_id in set(memory.reported.nodes()) - set(reports):
                 # no longer polled: dead, or gone
-                memory.dirty |= leases.lose_node(memory, node_id, self._started_at)
+                memory.dirty |= quota_grants.lose_node(memory, node_id, self._started_at)
             if live != memory.live:
                 joined, left = (
                     sorted(set(live) - set(memory.live)),

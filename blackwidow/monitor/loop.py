@@ -26,19 +26,19 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import readiness
 from blackwidow.alerts.events import Emitter
+from blackwidow.core.node_protocol import Shard
+from blackwidow.core.settings import Settings
 from blackwidow.models import utcnow
 from blackwidow.monitor import holders, leader
 from blackwidow.monitor.alerting import PollAlerts
 from blackwidow.monitor.detector import PhiAccrualDetector, PhiSettings
 from blackwidow.monitor.figures import MonitorFigures
 from blackwidow.monitor.liveness import Liveness
-from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.node_client import NodeClient
+from blackwidow.monitor.memory.shard import ShardMemory
 from blackwidow.monitor.reconcile import Reconciler
 from blackwidow.monitor.routing import Router
 from blackwidow.monitor.turns import Turns
-from blackwidow.node_protocol import Shard
-from blackwidow.settings import Settings
+from blackwidow.node_client import NodeClient
 
 log = logging.getLogger(__name__)
 

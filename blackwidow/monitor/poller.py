@@ -12,13 +12,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from blackwidow.monitor.node_client import (
+from blackwidow.core.node_protocol import Cursor, ProtocolError, Renewal
+from blackwidow.node_client import (
     NodeClient,
     NodeRejected,
     NodeTarget,
     NodeUnreachable,
 )
-from blackwidow.node_protocol import Cursor, ProtocolError, Renewal
 
 log = logging.getLogger(__name__)
 

@@ -20,21 +20,21 @@ from sqlalchemy.orm import Session, sessionmaker
 from blackwidow import changes
 from blackwidow.alerts import events
 from blackwidow.alerts.events import Emitter, Event
-from blackwidow.monitor import leases
+from blackwidow.core.node_protocol import Shard
+from blackwidow.monitor import quota_grants
+from blackwidow.monitor.change_intake import Intake
 from blackwidow.monitor.desired import facts, spec
 from blackwidow.monitor.execute import Outcome, execute
 from blackwidow.monitor.figures import MonitorFigures
-from blackwidow.monitor.intake import Intake
-from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.node_client import NodeClient, NodeTarget
+from blackwidow.monitor.memory.crawlers import Tracked, elsewhere, save_assignments, write
+from blackwidow.monitor.memory.shard import ShardMemory
 from blackwidow.monitor.placement import Placement
 from blackwidow.monitor.quota import ShardBudget
 from blackwidow.monitor.reload import Plan, plan_reload
 from blackwidow.monitor.routing import Router
 from blackwidow.monitor.states import runnable, state_of
-from blackwidow.monitor.tracked import Tracked, elsewhere, save_assignments, write
 from blackwidow.monitor.turns import Turns, in_parts, record_in_turns
-from blackwidow.node_protocol import Shard
+from blackwidow.node_client import NodeClient, NodeTarget
 
 
 def _schedule(crawler: Tracked | None) -> dict[str, Any] | None:
@@ -148,7 +148,7 @@ class Reconciler:
             if self._first_take:
                 memory = self._memory
                 with memory.lock:
-                    leases.hold_unseen(memory, self._clock())
+                    quota_grants.hold_unseen(memory, self._clock())
                 self._first_take = False
         else:
             for crawler_id in self._intake.replaced:  # its key may have changed: route again
@@ -210,12 +210,14 @@ class Reconciler:
             if not live:
                 dirty |= set(self._placement)
                 self._placement.clear()
-        exhausted = leases.exhausted_users(self._budget, self._owned_of(dirty))
+        exhausted = quota_grants.exhausted_users(self._budget, self._owned_of(dirty))
         unplaced = []
         now = self._clock()
         for crawler_id in dirty:
             crawler = crawlers.get(crawler_id)
-            held = crawler is not None and leases.held_by_lost_node(crawler, self._budget, now)
+            held = crawler is not None and quota_grants.held_by_lost_node(
+                crawler, self._budget, now
+            )
             if held:
                 self._held.add(crawler_id)
             wanted = (
@@ -236,7 +238,7 @@ class Reconciler:
             on = {}
             if self._router.strategy == "weighted":  # only it may route a key off its node
                 pairs = [(c, crawlers[c].uuid) for c in unplaced]
-                on = self._placement.running_on(pairs, self._memory.view.places, set(live))
+                on = self._placement.running_on(pairs, self._memory.reported.places, set(live))
             self._place(dict(zip(unplaced, self._router.route_many(keys, on), strict=True)))
 
     def _offer_waiting(
@@ -281,7 +283,9 @@ class Reconciler:
         grants: dict[int, dict[str, Any]] = {}
         for user_id, owned in self._owned_of(dirty).items():
             before = {c.id: c.lease for c in owned}
-            pushed = leases.plan(self._budget[user_id], owned, self._placement, self._lease_horizon)
+            pushed = quota_grants.plan(
+                self._budget[user_id], owned, self._placement, self._lease_horizon
+            )
             lease_of.update(pushed)
             for crawler in owned:
                 if crawler.lease != before[crawler.id]:
@@ -304,13 +308,13 @@ class Reconciler:
                 crawler.digest = crawler.spec.digest()
 
     def _diff(self, dirty: set[int]) -> Plan:
-        crawlers, view = self._memory.crawlers, self._memory.view
+        crawlers, reported = self._memory.crawlers, self._memory.reported
         desired = {
             c: (node_id, crawlers[c].spec)
             for c in dirty
             if (node_id := self._placement.get(c)) is not None and crawlers[c].spec is not None
         }
-        return plan_reload(dirty, desired, view.places, view.answered)
+        return plan_reload(dirty, desired, reported.places, reported.answered)
 
     # -- record ----------------------------------------------------------------------------
 
@@ -323,14 +327,14 @@ class Reconciler:
         placed: dict[int, tuple[int, str]] = {}
         unplaced: set[int] = set()
         with memory.lock:
-            view, crawlers = memory.view, memory.crawlers
+            reported, crawlers = memory.reported, memory.crawlers
             for node_id, ids in outcome.removed.items():
-                view.removed(node_id, ids)
+                reported.removed(node_id, ids)
             for crawler_id, (node_id, _status) in outcome.acked.items():
                 crawler = crawlers.get(crawler_id)
                 if crawler is not None and crawler.digest is not None:
-                    view.acked(node_id, crawler_id, crawler.digest)
-            exhausted = leases.exhausted_users(self._budget, self._owned_of(self._dirty))
+                    reported.acked(node_id, crawler_id, crawler.digest)
+            exhausted = quota_grants.exhausted_users(self._budget, self._owned_of(self._dirty))
             for crawler_id in self._dirty:
                 crawler = crawlers.get(crawler_id)
                 if crawler is None:
@@ -355,16 +359,18 @@ class Reconciler:
         """One crawler's state after this pass: the node it runs on (None: nowhere it
         should), and its changed columns. One that is not settled stays dirty."""
         before = (crawler.state, crawler.lease, crawler.last_error)
-        view = self._memory.view
+        reported = self._memory.reported
         node_id = self._placement.get(crawler.id)
-        places = view.places(crawler.id)
+        places = reported.places(crawler.id)
         running = node_id is not None and places.get(node_id) == crawler.digest
         if crawler.id in outcome.unsure:
-            leases.hold_unanswered(crawler, self._budget, self._memory.lease_after, self._clock())
+            quota_grants.hold_unanswered(
+                crawler, self._budget, self._memory.lease_after, self._clock()
+            )
         if crawler.id in outcome.acked:
-            leases.confirm(crawler, outcome.acked[crawler.id][1])
+            quota_grants.confirm(crawler, outcome.acked[crawler.id][1])
         elif not places and crawler.lost_until is None:  # a lost node's count is unsure
-            leases.release(crawler)
+            quota_grants.release(crawler)
         if crawler.id in outcome.rejected:
             if crawler.state != "failed":
                 error = outcome.rejected[crawler.id]

@@ -26,7 +26,7 @@ WAITING, READY, PARKED, RUNNING, GONE = "waiting", "ready", "parked", "running",
 
 
 @dataclass(eq=False)
-class Entry:
+class ScheduledResource:
     """One scheduled resource (a feed, say): where it is fetched from and when it is due."""
 
     key: Hashable
@@ -49,22 +49,22 @@ class _Classes:
     """Entries per weight, each class a heap oldest-due first; `pop_best` ages them."""
 
     def __init__(self) -> None:
-        self._heaps: dict[int, list[tuple[float, int, int, Entry]]] = {}
+        self._heaps: dict[int, list[tuple[float, int, int, ScheduledResource]]] = {}
         self._seq = itertools.count()
 
-    def push(self, entry: Entry) -> None:
+    def push(self, entry: ScheduledResource) -> None:
         item = (entry.due_at, next(self._seq), entry.stamp, entry)
         heapq.heappush(self._heaps.setdefault(entry.weight, []), item)
 
-    def _head(self, weight: int) -> Entry | None:
+    def _head(self, weight: int) -> ScheduledResource | None:
         heap = self._heaps[weight]
         while heap and heap[0][3].stamp != heap[0][2]:
             heapq.heappop(heap)
         return heap[0][3] if heap else None
 
-    def pop_best(self, now: float) -> Entry | None:
+    def pop_best(self, now: float) -> ScheduledResource | None:
         """The entry of largest weighted wait (ties: the heavier class), removed."""
-        best: Entry | None = None
+        best: ScheduledResource | None = None
         for weight in sorted(self._heaps, reverse=True):
             head = self._head(weight)
             if head is not None and (
@@ -85,9 +85,11 @@ class Schedule:
     def __init__(self, host_limit: int = 2, host_gap: float = 0.0) -> None:
         self.host_limit = host_limit
         self.host_gap = host_gap
-        self._entries: dict[Hashable, Entry] = {}
+        self._entries: dict[Hashable, ScheduledResource] = {}
         self._hosts: dict[str, _Host] = {}
-        self._timers: list[tuple[float, int, int, Entry | str]] = []  # entries, and host names
+        self._timers: list[
+            tuple[float, int, int, ScheduledResource | str]
+        ] = []  # entries, and host names
         self._ready = _Classes()
         self._seq = itertools.count()
         self.in_flight = 0
@@ -104,7 +106,7 @@ class Schedule:
         """Schedule a new entry; a key already scheduled is a ValueError."""
         if key in self._entries:
             raise ValueError(f"already scheduled: {key!r}")
-        entry = Entry(key, host, weight, due_at)
+        entry = ScheduledResource(key, host, weight, due_at)
         self._entries[key] = entry
         self._wait(entry, due_at)
 
@@ -136,7 +138,7 @@ class Schedule:
             self._move(entry, PARKED)
             self._hosts[entry.host].parked.push(entry)
 
-    def take(self, now: float) -> Entry | None:
+    def take(self, now: float) -> ScheduledResource | None:
         """The entry a free fetcher should fetch now, marked running; None when nothing is
         due or every due entry's host is busy."""
         self.advance(now)
@@ -150,7 +152,7 @@ class Schedule:
                 self._wake_host(entry.host, host)
         return None
 
-    def done(self, entry: Entry, now: float, due_at: float) -> None:
+    def done(self, entry: ScheduledResource, now: float, due_at: float) -> None:
         """A fetch of `entry` (as `take` gave it) ended at `now`: its host slot frees up, and
         the entry is next due at `due_at`, unless it was removed while it ran."""
         host = self._host(entry.host)
@@ -171,10 +173,10 @@ class Schedule:
         """Due entries waiting for a fetcher (stale heap items included: an upper bound)."""
         return len(self._ready)
 
-    def entries(self) -> Iterator[Entry]:
+    def entries(self) -> Iterator[ScheduledResource]:
         return iter(self._entries.values())
 
-    def _start(self, entry: Entry, host: _Host, now: float) -> Entry:
+    def _start(self, entry: ScheduledResource, host: _Host, now: float) -> ScheduledResource:
         self._move(entry, RUNNING)
         host.in_flight += 1
         host.free_at = now + self.host_gap
@@ -214,7 +216,7 @@ class Schedule:
             host.wake_at = host.free_at
             heapq.heappush(self._timers, (host.free_at, next(self._seq), 0, name))
 
-    def _wait(self, entry: Entry, due_at: float) -> None:
+    def _wait(self, entry: ScheduledResource, due_at: float) -> None:
         self._move(entry, WAITING)
         entry.due_at = due_at
         heapq.heappush(self._timers, (due_at, next(self._seq), entry.stamp, entry))
@@ -226,11 +228,11 @@ class Schedule:
         return host
 
     @staticmethod
-    def _move(entry: Entry, state: str) -> None:
+    def _move(entry: ScheduledResource, state: str) -> None:
         entry.state = state
         entry.stamp += 1  # whatever heap held it now holds a stale item
 
     @staticmethod
-    def _stale(item: tuple[float, int, int, Entry | str]) -> bool:
+    def _stale(item: tuple[float, int, int, ScheduledResource | str]) -> bool:
         what = item[3]
         return not isinstance(what, str) and (what.stamp != item[2] or what.state != WAITING)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sources.fetch.fetch_order import Entry, Schedule
+from sources.fetch.fetch_order import Schedule, ScheduledResource
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +203,7 @@ class FetchScheduler:
                 self._schedule.done(entry, ended_at, due_at)
                 self._changed()
 
-    def _next_entry(self) -> Entry | None:
+    def _next_entry(self) -> ScheduledResource | None:
         """Wait (holding the lock) for an entry to take; None once stopping."""
         while not self._stopping:
             now = self._clock()

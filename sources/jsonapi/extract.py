@@ -23,7 +23,7 @@ from sources.records import Page, PageError, item_from_record
 SOURCE = "json"
 
 
-class PathError(ValueError):
+class JsonPathError(ValueError):
     """A path that is not valid JSONPath; str() says why."""
 
 
@@ -31,7 +31,7 @@ def compiled(path: str) -> JSONPath:
     try:
         return parse(path)
     except (JSONPathError, ValueError, TypeError, AttributeError) as error:
-        raise PathError(f"not a valid JSONPath ({error})") from None
+        raise JsonPathError(f"not a valid JSONPath ({error})") from None
 
 
 @dataclass(frozen=True)

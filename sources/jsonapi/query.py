@@ -10,14 +10,14 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from sources.jsonapi.extract import PathError, compiled
+from sources.jsonapi.extract import JsonPathError, compiled
 from sources.paged_query import FieldPaths, PagedQuery, path_field, paths_checked
 
 
 def _refusal(path: str) -> str | None:
     try:
         compiled(path)
-    except PathError as error:
+    except JsonPathError as error:
         return str(error)
     return None
 

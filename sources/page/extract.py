@@ -23,7 +23,7 @@ SOURCE = "page"
 _CSS_TAIL = re.compile(r"::(?:attr\(\s*([\w:-]+)\s*\)|(text))\s*\Z")
 
 
-class PathError(ValueError):
+class PagePathError(ValueError):
     """A path that is not valid XPath or CSS; str() says why."""
 
 
@@ -35,9 +35,9 @@ def compiled(path: str, selector: str) -> lxml.etree.XPath:
         xpath = lxml.etree.XPath(text, smart_strings=False)
         xpath(lxml.html.fromstring("<p>sample</p>"))  # finds unknown functions and prefixes
     except lxml.etree.XPathEvalError as error:  # an unknown function or namespace prefix
-        raise PathError(f"not a usable {kind} ({error})") from None
+        raise PagePathError(f"not a usable {kind} ({error})") from None
     except (lxml.etree.XPathError, ValueError) as error:  # a NUL or a lone surrogate, too
-        raise PathError(f"not a valid {kind} ({error})") from None
+        raise PagePathError(f"not a valid {kind} ({error})") from None
     return xpath
 
 
@@ -47,7 +47,7 @@ def _css_as_xpath(path: str) -> str:
     try:  # `::attr(name)` alone is the item's own attribute
         xpath = HTMLTranslator().css_to_xpath(selector) if selector or not tail else "self::*"
     except (SelectorError, ValueError) as error:  # an escape of no character, too
-        raise PathError(f"not a valid CSS selector ({error})") from None
+        raise PagePathError(f"not a valid CSS selector ({error})") from None
     if tail is None:
         return xpath
     return f"({xpath})/@{tail.group(1)}" if tail.group(1) else f"({xpath})/text()"

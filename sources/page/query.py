@@ -10,7 +10,7 @@ from typing import Any
 
 from marshmallow import fields, validate, validates_schema
 
-from sources.page.extract import PathError, compiled
+from sources.page.extract import PagePathError, compiled
 from sources.paged_query import FieldPaths, PagedQuery, path_field, paths_checked
 
 
@@ -28,6 +28,6 @@ class PageQuery(PagedQuery):
 def _refusal(path: str, selector: str) -> str | None:
     try:
         compiled(path, selector)
-    except PathError as error:
+    except PagePathError as error:
         return str(error)
     return None

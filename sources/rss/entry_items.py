@@ -57,7 +57,7 @@ def _thread(entry: Any, item_id: str) -> tuple[str | None, str | None]:
 
     A reply (Atom threading, RFC 4685 `thr:in-reply-to`) names only the entry it answers, so
     it is given that entry's id for both; the store, which knows the parent, puts it in the
-    conversation of the thread's root (blackwidow.store.threads). An entry that has a comment
+    conversation of the thread's root (blackwidow.core.store.threads). An entry that has a comment
     thread (`<comments>`, `wfw:commentRss` or an Atom `replies` link) starts one named by its
     own id. Other entries are in no conversation.
     """

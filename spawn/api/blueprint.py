@@ -13,10 +13,10 @@ from flask import request
 from marshmallow import Schema, ValidationError
 from webargs.flaskparser import FlaskParser
 
-from blackwidow.errors import ApiError, ErrorOut, first_invalid_field
-from blackwidow.node_protocol import EPOCH_HEADER, GENERATION_HEADER, Shard
-from blackwidow.openapi import CLUSTER_SECRET
-from spawn.node import Node
+from blackwidow.core.errors import ApiError, ErrorOut, first_invalid_field
+from blackwidow.core.node_protocol import EPOCH_HEADER, GENERATION_HEADER, Shard
+from blackwidow.core.openapi import CLUSTER_SECRET
+from spawn.node import NodeState
 
 
 class NodeParser(FlaskParser):
@@ -32,7 +32,7 @@ class Blueprint(flask_smorest.Blueprint):
     ARGUMENTS_PARSER = NodeParser()
 
 
-def check_generation(node: Node, called: int) -> None:
+def check_generation(node: NodeState, called: int) -> None:
     """Act only on hub calls made for this registration (the generation the hub gave it).
 
     A newer generation means the hub wrote this node off (declared it dead, or another
@@ -54,7 +54,7 @@ def check_generation(node: Node, called: int) -> None:
         )
 
 
-def check_epoch(node: Node, shard: Shard, epoch: int | None) -> None:
+def check_epoch(node: NodeState, shard: Shard, epoch: int | None) -> None:
     """Refuse a leader that lost its lock: another has called with a newer epoch."""
     if epoch is not None and not node.admit_epoch(shard, epoch):
         raise ApiError(409, "stale_epoch", "a newer monitor leader called", EPOCH_HEADER)
@@ -85,7 +85,7 @@ def read_headers(schema: Schema) -> dict[str, Any]:
 
 
 def hub_call(
-    blp: Blueprint, node: Node, headers: Schema
+    blp: Blueprint, node: NodeState, headers: Schema
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A view the hub calls, given its protocol `headers` (a 400 names a malformed one)
     after the call is admitted: for this registration, from the newest leader of its shard.

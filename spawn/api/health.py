@@ -7,7 +7,7 @@ from marshmallow import Schema, fields
 
 from sources.credentials import CredentialBook
 from spawn.api.blueprint import Blueprint
-from spawn.node import Node
+from spawn.node import NodeState
 
 
 class NodeHealth(Schema):
@@ -24,7 +24,7 @@ class NodeHealth(Schema):
     held = fields.Integer(metadata={"description": "items waiting to be stored"})
 
 
-def blueprint(node: Node, credentials: CredentialBook) -> Blueprint:
+def blueprint(node: NodeState, credentials: CredentialBook) -> Blueprint:
     blp = Blueprint("health", __name__, description="Liveness for the hub and load balancers")
 
     @blp.route("/healthz")

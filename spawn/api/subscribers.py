@@ -1,6 +1,6 @@
 """The node's subscribers: the hub pushes (PUT) and removes (DELETE) them, one or a batch at
 a time, and polls (GET) what changed in them. Only the hub may call: every call carries the
-cluster secret and the headers of `blackwidow.node_protocol.CallHeaders`."""
+cluster secret and the headers of `blackwidow.core.node_protocol.CallHeaders`."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from flask import Response, jsonify, request
 from flask.views import MethodView
 from marshmallow import ValidationError
 
-from blackwidow.errors import ApiError, ErrorOut, error_body, invalid_input
-from blackwidow.node_protocol import CallHeaders, PollHeaders
-from blackwidow.node_schemas import (
+from blackwidow.core.errors import ApiError, ErrorOut, error_body, invalid_input
+from blackwidow.core.node_protocol import CallHeaders, PollHeaders
+from blackwidow.core.node_schemas import (
     BatchPlaced,
     CrawlerIdBatch,
     PollAnswer,
@@ -21,12 +21,12 @@ from blackwidow.node_schemas import (
     SubscriberSpecSchema,
     SubscriberStatus,
 )
-from blackwidow.tokens import require_cluster
+from blackwidow.core.tokens import require_cluster
 from sources.credentials import CredentialBook, MissingCredential
 from sources.model import SubscriberSpec
 from sources.registry import SOURCE_TYPES
 from spawn.api.blueprint import Blueprint, hub_call
-from spawn.node import Node
+from spawn.node import NodeState
 
 # Built once: webargs builds a schema given as a class anew at every call, and so would we.
 SPECS = SubscriberSpecSchema()
@@ -56,7 +56,7 @@ def parse_spec(crawler_id: int, body: Any, credentials: CredentialBook) -> Subsc
     return checked(spec, crawler_id, credentials)
 
 
-def put_many(node: Node, entries: list[Any], credentials: CredentialBook) -> dict[str, Any]:
+def put_many(node: NodeState, entries: list[Any], credentials: CredentialBook) -> dict[str, Any]:
     """Each spec of a batch is taken or refused on its own, answered per crawler."""
     results: dict[str, Any] = {}
     for entry in entries:
@@ -72,7 +72,9 @@ def put_many(node: Node, entries: list[Any], credentials: CredentialBook) -> dic
     return {"results": results}
 
 
-def blueprint(node: Node, cluster_secret: str | None, credentials: CredentialBook) -> Blueprint:
+def blueprint(
+    node: NodeState, cluster_secret: str | None, credentials: CredentialBook
+) -> Blueprint:
     blp = Blueprint("subscribers", __name__, description="The hub's subscribers on this node")
 
     @blp.before_request

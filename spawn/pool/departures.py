@@ -6,7 +6,7 @@ a provider billed must still reach the user's figure, and what a crawler was han
 once the hub polls again. Both are counted at the same delivery and kept at the same stop, so
 the two figures agree. Entries are numbered by the pool's change counter, and forgotten once
 a poll's cursor is past them; the runs forgotten are collected for the pool to tell its
-delivery ledger (spawn.pool.run_counts), outside its lock.
+run ledger (spawn.pool.run_counts), outside its lock.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A node cut off from the hub must stop storing under its leases before the hub hands that
 budget to another node. Each monitor shard's poll renews the leases of the subscribers it
-owns, counting from the node's own answer the hub says it received (blackwidow.node_protocol
+owns, counting from the node's own answer the hub says it received (blackwidow.core.node_protocol
 .Renewal): durations on this node's clock only. The rule is pure (`in_force`); `Renewals`
 keeps the latest renewal per shard.
 """

@@ -1,4 +1,4 @@
-"""The delivery ledger: where a pool writes its runs' latest counts so they outlive the process.
+"""The run ledger: where a pool writes its runs' latest counts so they outlive the process.
 
 A node killed between two polls would otherwise lose what its runs delivered since the last
 poll the hub applied. The pool records each run's counts after every delivered batch (one
@@ -6,7 +6,7 @@ call per batch, never per item) and forgets a stopped run once a poll has applie
 counts; a node restarted at the same address loads what is left as stopped runs
 (`DataSourcePool.restore_departed`) and reports them, and the hub, which keeps the highest
 count per run, adds only what it had not heard. The durable one lives on the node
-(spawn.delivery.delivery_ledger); `NO_LEDGER` keeps nothing, for a pool no successor will replay.
+(spawn.output.run_ledger); `NO_LEDGER` keeps nothing, for a pool no successor will replay.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class RunCounts:
     final: dict[str, Any]  # a data source: described(); a subscriber: crawler_id, run, delivered
 
 
-class DeliveryLedger(Protocol):
+class RunLedger(Protocol):
     def record(self, counts: Sequence[RunCounts]) -> None:
         """Keep these runs' counts, replacing what each had (one transaction)."""
 

@@ -2,7 +2,7 @@
 
 The pool (spawn.pool.source_pool) keeps one SharedSource per source key; the data source gets a
 PoolSink, which fans its items and errors out to the subscribers, keeps the counts a
-provider bills by, and writes each delivered batch's counts to the pool's delivery ledger.
+provider bills by, and writes each delivered batch's counts to the pool's run ledger.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from sources.model import DataSource, Item
 from sources.observer import SourceObserver
 from spawn.pool.change_counter import ChangeCounter
-from spawn.pool.run_counts import DeliveryLedger, RunCounts
+from spawn.pool.run_counts import RunCounts, RunLedger
 from spawn.pool.subscriber import Subscriber
 
 
@@ -24,7 +24,7 @@ class Fanout(Protocol):
     """What a PoolSink needs of its pool."""
 
     changes_of: ChangeCounter
-    ledger: DeliveryLedger
+    ledger: RunLedger
     observer: SourceObserver
 
     def members(self, shared: SharedSource, to: Collection[int] | None) -> list[Subscriber]: ...

@@ -5,7 +5,7 @@ asking for the same thing on a node shares one fetch or one connection. What cha
 poll's cursor is told by change numbers (spawn.pool.change_counter), so a poll costs what changed. A
 stopped data source's final deliveries are reported until a poll acknowledges them, so what
 a provider billed is counted even when the hub could not poll in time (a node cut off); each
-delivered batch's counts go to a delivery ledger (spawn.pool.run_counts), so that a killed node's
+delivered batch's counts go to a run ledger (spawn.pool.run_counts), so that a killed node's
 successor at its address can report them too.
 """
 
@@ -24,7 +24,7 @@ from spawn.pool.change_counter import ChangeCounter, Changes, gone_after
 from spawn.pool.departures import Departures
 from spawn.pool.recollection import SegmentTimers
 from spawn.pool.renewals import Renewals
-from spawn.pool.run_counts import NO_LEDGER, DeliveryLedger, RunCounts
+from spawn.pool.run_counts import NO_LEDGER, RunCounts, RunLedger
 from spawn.pool.seen_set import SeenSet
 from spawn.pool.shared_source import PoolSink, SharedSource, described
 from spawn.pool.subscriber import BUFFER_ITEMS, ItemSink, Subscriber, WaitingSubscribers
@@ -42,7 +42,7 @@ class DataSourcePool:
         sink: ItemSink,
         buffer: int = BUFFER_ITEMS,
         renewals: Renewals | None = None,
-        ledger: DeliveryLedger = NO_LEDGER,
+        ledger: RunLedger = NO_LEDGER,
         observer: SourceObserver = UNOBSERVED,
         seen_after: float | None = None,
         now_at: Callable[[], datetime] = lambda: datetime.now(UTC),

@@ -44,7 +44,7 @@ STORE_RETRY = Backoff(first=0.2, cap=10.0)  # seconds between writes to a store 
 
 
 class ItemSink(Protocol):
-    """The part of a store a subscriber needs (blackwidow.store.Store fits)."""
+    """The part of a store a subscriber needs (blackwidow.core.store.Store fits)."""
 
     def add(
         self,

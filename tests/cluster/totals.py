@@ -16,8 +16,8 @@ from typing import Any
 import requests
 import sqlalchemy
 
+from blackwidow.core.store import SqliteStore
 from blackwidow.demo.processes import Running
-from blackwidow.store import SqliteStore
 from tests.cluster.hosts import HostCluster
 from tests.summary import CLUSTER_TOTALS
 from tests.support import wait_until

@@ -18,15 +18,15 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import db
-from blackwidow.alerts.outbox import Outbox
+from blackwidow.alerts.outbox import AlertOutbox
 from blackwidow.app import create_app
+from blackwidow.core.node_protocol import Shard
+from blackwidow.core.settings import Settings
 from blackwidow.demo.feed_server import FeedServer
-from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.node_client import NodeClient
+from blackwidow.monitor.memory.shard import ShardMemory
 from blackwidow.monitor.reconcile import Reconciler
 from blackwidow.monitor.routing import Router
-from blackwidow.node_protocol import Shard
-from blackwidow.settings import Settings
+from blackwidow.node_client import NodeClient
 from tests.component.scratch_databases import ReusedDatabase, ScratchDatabases
 
 ADMIN = "admin-token-for-tests"
@@ -174,6 +174,6 @@ def make_reconciler(
         Router(routing),
         30.0,
         Shard(),
-        alerts=Outbox(cluster_hook=False),
+        alerts=AlertOutbox(cluster_hook=False),
         **options,
     )

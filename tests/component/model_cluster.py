@@ -20,9 +20,9 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from blackwidow.app import create_app
+from blackwidow.core.settings import Settings
+from blackwidow.core.store.sqlite import SqliteStore
 from blackwidow.models import LIVE_NODE_STATES, Assignment, Crawler, Node
-from blackwidow.settings import Settings
-from blackwidow.store.sqlite import SqliteStore
 from tests.component.conftest import SECRET, bearer, hub_settings
 from tests.component.model_hubs import ModelClock, ModelHub
 from tests.component.model_nodes import ModelNode

@@ -15,13 +15,13 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import db
-from blackwidow.alerts.outbox import Outbox
+from blackwidow.alerts.outbox import AlertOutbox
+from blackwidow.core.node_protocol import Shard, shard_of
+from blackwidow.core.settings import Settings
 from blackwidow.monitor import leader
 from blackwidow.monitor.figures import MonitorFigures
 from blackwidow.monitor.loop import lease_after, lock_ttl, shard_halves
-from blackwidow.monitor.memory import ShardMemory
-from blackwidow.node_protocol import Shard, shard_of
-from blackwidow.settings import Settings
+from blackwidow.monitor.memory.shard import ShardMemory
 
 
 class ModelClock:
@@ -64,7 +64,7 @@ class Led:
             self.memory,
             self.valid,
             MonitorFigures(),
-            Outbox(cluster_hook=False),
+            AlertOutbox(cluster_hook=False),
             clock=clock,
             wall=clock.wall,
         )

@@ -23,9 +23,9 @@ from typing import Any
 import requests
 from sqlalchemy import select
 
+from blackwidow.core.node_protocol import GENERATION_HEADER
 from blackwidow.models import LIVE_NODE_STATES, Assignment, Crawler, Node, User
 from blackwidow.monitor.routing import ROUTERS
-from blackwidow.node_protocol import GENERATION_HEADER
 from sources import timetable
 from tests.component.conftest import SECRET, bearer
 from tests.component.model_cluster import Cluster

@@ -13,14 +13,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from blackwidow import serving
-from blackwidow.store.sqlite import SqliteStore
+from blackwidow.core import serving
+from blackwidow.core.store.sqlite import SqliteStore
 from sources.fetch.fetcher import GuardedFetcher
 from sources.registry import opener
 from sources.source_type import SourceContext
 from spawn import watchdog
 from spawn.app import create_node_app
-from spawn.node import Node
+from spawn.node import NodeState
 from spawn.pool.renewals import Renewals
 from spawn.pool.source_pool import DataSourcePool
 from tests.component.conftest import SECRET
@@ -48,7 +48,7 @@ class ModelNode:
         self.pool = DataSourcePool(
             opener(SourceContext(fetcher, FEED_INTERVAL)), store, renewals=Renewals(clock)
         )
-        self.node = Node(self.pool, clock)
+        self.node = NodeState(self.pool, clock)
         self._app = create_node_app(self.node, SECRET)
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -77,7 +77,7 @@ class ModelNode:
         if server is None:
             return
         server.close()
-        # waitress serves kept-alive connections after its listener closes (blackwidow.serving)
+        # waitress serves kept-alive connections after its listener closes (blackwidow.core.serving)
         for channel in list(server._map.values()):
             channel.close()
         self._thread = None  # its loop ends, and lets go of the port, at its next wake-up

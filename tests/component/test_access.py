@@ -20,7 +20,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import MetaData, select
 
 from blackwidow.app import create_app
-from blackwidow.tokens import hash_token
+from blackwidow.core.tokens import hash_token
 from sources.model import Item
 from tests.component.conftest import ADMIN, SECRET, bearer, hub_settings
 

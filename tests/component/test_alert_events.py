@@ -6,7 +6,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow.alerts import events, history
-from blackwidow.alerts.outbox import KEEP_EVENTS, Outbox
+from blackwidow.alerts.outbox import KEEP_EVENTS, AlertOutbox
 from blackwidow.models import AlertEvent, WebhookDelivery
 
 
@@ -15,9 +15,9 @@ def test_events_are_kept_without_a_webhook_the_newest_only(
 ) -> None:
     seen = [events.node_dead(n, f"http://10.0.0.{n % 250}:8000") for n in range(KEEP_EVENTS + 3)]
     with sessions.begin() as session:
-        Outbox(cluster_hook=False).emit(session, seen[:3])
+        AlertOutbox(cluster_hook=False).emit(session, seen[:3])
     with sessions.begin() as session:
-        Outbox(cluster_hook=False).emit(session, seen[3:])
+        AlertOutbox(cluster_hook=False).emit(session, seen[3:])
     with sessions() as session:
         assert session.scalar(select(func.count()).select_from(AlertEvent)) == KEEP_EVENTS
         assert session.scalar(select(func.count()).select_from(WebhookDelivery)) == 0

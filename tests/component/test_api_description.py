@@ -12,12 +12,12 @@ import pytest
 from flask import Flask
 from openapi_spec_validator import validate
 
-from blackwidow.store.sqlite import SqliteStore
+from blackwidow.core.store.sqlite import SqliteStore
 from sources.fetch.fetcher import GuardedFetcher
 from sources.registry import opener
 from sources.source_type import SourceContext
 from spawn.app import create_node_app
-from spawn.node import Node
+from spawn.node import NodeState
 from spawn.pool.source_pool import DataSourcePool
 from tests.component.conftest import ADMIN, bearer
 from tests.support import FakeClock
@@ -31,7 +31,7 @@ PATH_VALUES = {"source": "rss", "name": "main"}  # any other parameter is an id:
 def node_app(tmp_path) -> Iterator[Flask]:
     store = SqliteStore(str(tmp_path / "items.db"))
     pool = DataSourcePool(opener(SourceContext(GuardedFetcher(), 60.0)), store)
-    node = Node(pool, FakeClock(1000.0))
+    node = NodeState(pool, FakeClock(1000.0))
     node.mark_registered(1, 1)
     yield create_node_app(node, NODE_SECRET)
     pool.clear()

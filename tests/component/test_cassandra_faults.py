@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from blackwidow.store import StoreUnavailable, Write, open_store
-from blackwidow.store.cassandra import CassandraStore
+from blackwidow.core.store import StoreUnavailable, Write, open_store
+from blackwidow.core.store.cassandra.store import CassandraStore
 from sources.model import Item
 from tests.servers.cql_proxy import CqlProxy
 from tests.support import wait_until

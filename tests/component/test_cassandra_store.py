@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from blackwidow.store import (
+from blackwidow.core.store import (
     SearchUnsupported,
     Store,
     StoreUnavailable,
-    cassandra_schema,
     open_store,
     upgrade_store,
 )
-from blackwidow.store.cassandra import make_cluster
-from blackwidow.store.cassandra_config import parse
+from blackwidow.core.store.cassandra import schema as cassandra_schema
+from blackwidow.core.store.cassandra.config import parse
+from blackwidow.core.store.cassandra.store import make_cluster
 from sources.model import Item
 from tests.support import wait_until
 

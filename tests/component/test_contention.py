@@ -23,9 +23,9 @@ from sqlalchemy.exc import OperationalError
 from blackwidow import db
 from blackwidow.api.contention import PAUSE, RETRIES, retrying
 from blackwidow.app import create_app
-from blackwidow.errors import ApiError
+from blackwidow.core.errors import ApiError
+from blackwidow.core.settings import Settings
 from blackwidow.models import Crawler, CrawlerChange
-from blackwidow.settings import Settings
 from tests.component.conftest import ADMIN, bearer, hub_settings
 from tests.support import served
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from blackwidow.core.node_protocol import Shard
 from blackwidow.monitor import desired
-from blackwidow.monitor.tracked import load
-from blackwidow.node_protocol import Shard
+from blackwidow.monitor.memory.crawlers import load
 from sources.model import PRIORITIES
 from tests.component.conftest import bearer
 

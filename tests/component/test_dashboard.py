@@ -11,7 +11,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from blackwidow.alerts import events
-from blackwidow.alerts.outbox import Outbox
+from blackwidow.alerts.outbox import AlertOutbox
 from tests.component.conftest import ADMIN, bearer
 from tests.component.test_access import (
     ACCESS,
@@ -236,7 +236,7 @@ def test_recent_alerts_show_every_event_to_the_admin_and_a_users_own_to_them(
             session, [events.crawler_failed(world.ana_crawler["id"], world.ana["id"], "x")]
         )
     with hub.sessions.begin() as session:  # as a hub with a cluster webhook would
-        Outbox(cluster_hook=True).emit(session, [events.node_back(2, "http://10.0.0.2:8000")])
+        AlertOutbox(cluster_hook=True).emit(session, [events.node_back(2, "http://10.0.0.2:8000")])
     seen = {name: alert_rows(page) for name, page in pages_of_everyone(client, world, "/").items()}
     assert seen["admin"] == {"node.dead": "none", "crawler.failed": "none", "node.back": "pending"}
     assert seen["ana"] == {"crawler.failed": "pending"}  # to her own webhook; no node events

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import usage
 from blackwidow.models import Crawler, SourceRun, SubscriberRun, User
-from blackwidow.monitor import deliveries
+from blackwidow.monitor import billing
 from tests.support import wait_until
 
 OLD_RUN, NEW_RUN = "a" * 32, "b" * 32
@@ -44,10 +44,10 @@ def poll(sessions: sessionmaker[Session], statuses: Iterable[dict[str, Any]]) ->
     only what SQL holds: each poll here is as if the hub had restarted since the last."""
     statuses = list(statuses)
     with sessions.begin() as session:
-        runs = deliveries.known_runs(session, statuses)
+        runs = billing.known_runs(session, statuses)
         for reported in statuses:
             crawler = session.get(Crawler, reported["crawler_id"])
-            deliveries.record(session, runs, crawler, reported)
+            billing.record(session, runs, crawler, reported)
 
 
 def delivered(sessions: sessionmaker[Session], crawler_id: int) -> int:
@@ -137,7 +137,7 @@ def billed(sessions: sessionmaker[Session], user_id: int) -> dict[str, int]:
 
 def record_sources(sessions: sessionmaker[Session], reports: list[dict[str, Any]]) -> None:
     with sessions.begin() as session:
-        deliveries.record_sources(session, [(None, report) for report in reports])
+        billing.record_sources(session, [(None, report) for report in reports])
 
 
 def test_a_shared_source_bills_each_user_once_per_item(sessions, two_crawlers) -> None:
@@ -182,7 +182,7 @@ def test_two_shard_leaders_billing_one_user_at_once_lose_no_growth(sessions, two
     record_sources(sessions, [source_report(OLD_RUN, "datasift", {ana: 1})])
     first = sessions()
     first.begin()
-    deliveries.record_sources(first, [(None, source_report(OLD_RUN, "datasift", {ana: 11}))])
+    billing.record_sources(first, [(None, source_report(OLD_RUN, "datasift", {ana: 11}))])
     other = threading.Thread(
         target=record_sources, args=(sessions, [source_report(NEW_RUN, "datasift", {ana: 7})])
     )

@@ -11,14 +11,14 @@ from flask.testing import FlaskClient
 from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
-from blackwidow.alerts.outbox import Outbox
+from blackwidow.alerts.outbox import AlertOutbox
+from blackwidow.core.node_protocol import Cursor, Shard
 from blackwidow.models import Crawler, Node
-from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.node_client import NodeClient
+from blackwidow.monitor.memory.shard import ShardMemory
 from blackwidow.monitor.poller import NodeReport
 from blackwidow.monitor.reconcile import Reconciler
 from blackwidow.monitor.routing import Router
-from blackwidow.node_protocol import Cursor, Shard
+from blackwidow.node_client import NodeClient
 from sources.model import SubscriberSpec
 from tests.component.conftest import ADMIN, bearer
 
@@ -46,7 +46,7 @@ def specs(sessions: sessionmaker[Session], node_id: int) -> dict[int, Subscriber
     """What a newly leading monitor would push to a node that answered running nothing."""
     memory = ShardMemory()
     memory.live = (node_id,)
-    memory.view.apply(node_id, NodeReport(Cursor("stream", 1), True, [], []))
+    memory.reported.apply(node_id, NodeReport(Cursor("stream", 1), True, [], []))
     client = NodeClient("cluster-secret", timeout=1.0)
     reconciler = Reconciler(
         sessions,
@@ -55,7 +55,7 @@ def specs(sessions: sessionmaker[Session], node_id: int) -> dict[int, Subscriber
         Router("modulo"),
         HORIZON,
         Shard(),
-        alerts=Outbox(cluster_hook=False),
+        alerts=AlertOutbox(cluster_hook=False),
     )
     plan, _taken = reconciler.plan()
     return {spec.crawler_id: spec for spec in plan.pushes.get(node_id, [])}

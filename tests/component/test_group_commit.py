@@ -11,13 +11,13 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
-from blackwidow.store import Write
-from blackwidow.store.sqlite import SqliteStore
+from blackwidow.core.store import Write
+from blackwidow.core.store.sqlite import SqliteStore
 from sources.model import Item
-from spawn.delivery.group_commit import GroupCommit
-from spawn.delivery.queue_outbox import Outbox
-from spawn.delivery.sink import NodeSink
-from spawn.delivery.spool import Spool
+from spawn.output.group_commit import GroupCommit
+from spawn.output.queue_outbox import QueueOutbox
+from spawn.output.sink import NodeSink
+from spawn.output.spool import Spool
 from tests.component.test_spool import down_queue
 from tests.support import wait_until
 
@@ -134,7 +134,7 @@ def test_a_node_sink_spools_the_entry_of_every_item_new_to_any_caller(tmp_path: 
     """Many subscribers write through one sink at once while the queue is down: the spool
     ends holding exactly one entry per item some caller got as new."""
     store = SqliteStore(str(tmp_path / "items.db"))
-    outbox = Outbox(down_queue(), Spool(tmp_path / "outbox.db"), capacity=1000)
+    outbox = QueueOutbox(down_queue(), Spool(tmp_path / "outbox.db"), capacity=1000)
     sink = NodeSink(store, outbox)
     writes = [write_of(caller) for caller in range(CALLERS)]
 

@@ -16,14 +16,14 @@ from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from blackwidow.app import create_app
+from blackwidow.core.store.sqlite import SqliteStore
 from blackwidow.models import Node as NodeRow
 from blackwidow.monitor.loop import MonitorLoop
-from blackwidow.store.sqlite import SqliteStore
 from sources.fetch.fetcher import GuardedFetcher
 from sources.registry import opener
 from sources.source_type import SourceContext
 from spawn.app import create_node_app
-from spawn.node import Node
+from spawn.node import NodeState
 from spawn.pool.source_pool import DataSourcePool
 from tests.component.conftest import ADMIN, SECRET, bearer, hub_settings
 from tests.servers.hostile_http import HostileServer
@@ -77,7 +77,7 @@ def node_url(client: FlaskClient, tmp_path) -> Iterator[str]:
     store = SqliteStore(str(tmp_path / "node-items.db"))
     fetcher = GuardedFetcher(allow_hosts=frozenset({"127.0.0.1"}), deadline=5.0)
     pool = DataSourcePool(opener(SourceContext(fetcher, 0.2)), store)
-    node = Node(pool, clock=lambda: 0.0)
+    node = NodeState(pool, clock=lambda: 0.0)
     with served(create_node_app(node, SECRET), "metrics-node") as url:
         response = client.post(
             "/api/v1/nodes", json={"url": url, "capacity": 10}, headers=bearer(SECRET)

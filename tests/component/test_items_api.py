@@ -19,8 +19,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from blackwidow.app import create_app
+from blackwidow.core.store import StoreUnavailable, open_store
 from blackwidow.models import MAX_INTEGER
-from blackwidow.store import StoreUnavailable, open_store
 from sources.model import Item
 from tests.component.conftest import ADMIN, bearer, hub_settings
 from tests.support import served

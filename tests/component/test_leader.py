@@ -15,10 +15,10 @@ from sqlalchemy import delete, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import db
+from blackwidow.core.node_protocol import Shard
 from blackwidow.models import MonitorLock, utcnow
 from blackwidow.monitor import holders, leader
 from blackwidow.monitor.loop import MonitorLoop
-from blackwidow.node_protocol import Shard
 from tests.support import wait_until
 
 TTL = 10.0

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from blackwidow.alerts.outbox import Outbox
+from blackwidow.alerts.outbox import AlertOutbox
+from blackwidow.core.node_protocol import Cursor, Renewal, Shard
 from blackwidow.models import Crawler, Node, utcnow
 from blackwidow.monitor import leader
-from blackwidow.monitor.intake import Intake
-from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.node_client import NodeTarget
-from blackwidow.node_protocol import Cursor, Renewal, Shard
+from blackwidow.monitor.change_intake import Intake
+from blackwidow.monitor.memory.shard import ShardMemory
+from blackwidow.node_client import NodeTarget
 from tests.component.conftest import bearer, make_reconciler
 from tests.component.test_poll_deleted_crawler import BrokenFlush, liveness, status
 
@@ -121,7 +121,7 @@ def test_statuses_whose_write_failed_are_written_once_when_heard_again(sessions,
     node.count(crawler_id, 12)
     with pytest.raises(RuntimeError):
         liveness(
-            sessions, node, memory, BrokenFlush(Outbox(cluster_hook=False), 60.0, 100)
+            sessions, node, memory, BrokenFlush(AlertOutbox(cluster_hook=False), 60.0, 100)
         ).poll_once()
     liveness(sessions, node, memory).poll_once()
     assert (collected(sessions, crawler_id), delivered(sessions, crawler_id)) == (12, 12)

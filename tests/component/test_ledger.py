@@ -1,4 +1,4 @@
-"""The node's delivery ledger on a real SQLite file, and a pool on real RSS sources writing to
+"""The node's run ledger on a real SQLite file, and a pool on real RSS sources writing to
 it: a successor at the same address reports the runs its predecessor left until applied."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from blackwidow.core.store.sqlite import SqliteStore
 from blackwidow.demo.feed_server import FeedServer
-from blackwidow.store.sqlite import SqliteStore
 from sources.fetch.fetcher import GuardedFetcher
 from sources.source_type import SourceContext
-from spawn.delivery.delivery_ledger import SqliteLedger, ledger_path
-from spawn.delivery.node_file import NodeFileInUse
+from spawn.output.node_file import NodeFileInUse
+from spawn.output.run_ledger import SqliteLedger, ledger_path
 from spawn.pool.run_counts import RunCounts
 from spawn.pool.source_pool import DataSourcePool
 from tests.component.test_pool import (

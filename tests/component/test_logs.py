@@ -1,4 +1,4 @@
-"""The one logging set-up (blackwidow.logs) in a process of its own: with JSON on, every line
+"""The one logging set-up (blackwidow.core.logs) in a process of its own: with JSON on, every line
 on stderr is one object with time, level, logger and message, and the exception's text when
 there is one, whatever wrote it (a logger, a warning, a thread's uncaught exception)."""
 
@@ -11,8 +11,7 @@ from datetime import datetime
 
 SCRIPT = """
 import logging, threading, warnings
-from blackwidow import logs
-
+from blackwidow.core import logs
 logs.configure({log_format!r})
 log = logging.getLogger("blackwidow.example")
 log.info("node declared dead node=%s", 3)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from blackwidow.core.node_protocol import shard_of
 from blackwidow.demo.feed_server import FeedServer
-from blackwidow.node_protocol import shard_of
 from tests.component.conftest import ADMIN, bearer
 from tests.component.model_cluster import Cluster
 from tests.component.model_invariants import check

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from blackwidow import db
 from blackwidow.models import Crawler, Node, User
 from blackwidow.monitor import leader
-from blackwidow.monitor.tracked import save_assignments
+from blackwidow.monitor.memory.crawlers import save_assignments
 from blackwidow.monitor.turns import Turns, in_parts, record_in_turns
 from tests.support import wait_until
 

@@ -11,7 +11,7 @@ import schemathesis
 from flask import Flask
 from flask.testing import FlaskClient
 
-from blackwidow.node_protocol import (
+from blackwidow.core.node_protocol import (
     ASSIGNED_HEADER,
     EPOCH_HEADER,
     GENERATION_HEADER,
@@ -19,12 +19,12 @@ from blackwidow.node_protocol import (
     SHARD_HEADER,
     SINCE_HEADER,
 )
-from blackwidow.store.sqlite import SqliteStore
+from blackwidow.core.store.sqlite import SqliteStore
 from sources.fetch.fetcher import GuardedFetcher
 from sources.registry import opener
 from sources.source_type import SourceContext
 from spawn.app import create_node_app
-from spawn.node import Node
+from spawn.node import NodeState
 from spawn.pool.source_pool import DataSourcePool
 from tests.support import FakeClock
 
@@ -38,7 +38,7 @@ UNDOCUMENTED = {"static", "api-docs.openapi_json"}  # Flask's own, and the descr
 def app(tmp_path) -> Iterator[Flask]:
     store = SqliteStore(str(tmp_path / "items.db"))
     pool = DataSourcePool(opener(SourceContext(GuardedFetcher(), 60.0)), store)
-    node = Node(pool, FakeClock(1000.0))
+    node = NodeState(pool, FakeClock(1000.0))
     node.mark_registered(1, GENERATION)
     yield create_node_app(node, SECRET)
     pool.clear()

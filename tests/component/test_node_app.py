@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from blackwidow.demo.feed_server import FeedServer
-from blackwidow.node_protocol import (
+from blackwidow.core.node_protocol import (
     ASSIGNED_HEADER,
     EPOCH_HEADER,
     GENERATION_HEADER,
@@ -18,7 +17,8 @@ from blackwidow.node_protocol import (
     SINCE_HEADER,
     Shard,
 )
-from blackwidow.store.sqlite import SqliteStore
+from blackwidow.core.store.sqlite import SqliteStore
+from blackwidow.demo.feed_server import FeedServer
 from sources.fetch.fetcher import GuardedFetcher
 from sources.keys import source_key
 from sources.model import SubscriberSpec
@@ -26,7 +26,7 @@ from sources.registry import opener
 from sources.source_type import SourceContext
 from spawn import watchdog
 from spawn.app import create_node_app
-from spawn.node import Node
+from spawn.node import NodeState
 from spawn.pool.renewals import Renewals
 from spawn.pool.source_pool import DataSourcePool
 from tests.support import FakeClock, wait_until
@@ -46,11 +46,11 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def node(tmp_path, clock: FakeClock) -> Iterator[Node]:
+def node(tmp_path, clock: FakeClock) -> Iterator[NodeState]:
     store = SqliteStore(str(tmp_path / "items.db"))
     fetcher = GuardedFetcher(allow_hosts=LOOPBACK, deadline=5.0)
     pool = DataSourcePool(opener(SourceContext(fetcher, FEED_INTERVAL)), store)
-    node = Node(pool, clock)
+    node = NodeState(pool, clock)
     node.mark_registered(7, GENERATION)
     yield node
     pool.clear()
@@ -58,7 +58,7 @@ def node(tmp_path, clock: FakeClock) -> Iterator[Node]:
 
 
 @pytest.fixture
-def client(node: Node) -> FlaskClient:
+def client(node: NodeState) -> FlaskClient:
     return create_node_app(node, SECRET).test_client()
 
 
@@ -91,7 +91,7 @@ def poll(client: FlaskClient, assigned: str | None = None) -> dict[str, Any]:
     return response.json
 
 
-def crawler_ids(node: Node) -> set[int]:
+def crawler_ids(node: NodeState) -> set[int]:
     return {s["crawler_id"] for s in node.pool.statuses()}
 
 
@@ -105,7 +105,7 @@ def crawler_ids(node: Node) -> set[int]:
     ids=["none", "wrong-secret", "no-scheme", "empty-bearer"],
 )
 def test_every_call_but_healthz_needs_the_cluster_secret(
-    client: FlaskClient, node: Node, feeds: FeedServer, method: str, path: str, headers: dict
+    client: FlaskClient, node: NodeState, feeds: FeedServer, method: str, path: str, headers: dict
 ) -> None:
     response = client.open(
         path, method=method.upper(), json=spec_body(1, [feed(feeds, "news")]), headers=headers
@@ -119,7 +119,7 @@ def test_every_call_but_healthz_needs_the_cluster_secret(
 
 
 def test_put_list_and_delete_a_subscriber(
-    client: FlaskClient, node: Node, feeds: FeedServer
+    client: FlaskClient, node: NodeState, feeds: FeedServer
 ) -> None:
     body = spec_body(1, [feed(feeds, "news")], item_limit=50, lease=20)
     expected = SubscriberSpec(**body)
@@ -179,7 +179,7 @@ def test_put_list_and_delete_a_subscriber(
     ],
 )
 def test_a_bad_spec_is_refused_naming_the_field(
-    client: FlaskClient, node: Node, feeds: FeedServer, changes: dict[str, Any], field: str
+    client: FlaskClient, node: NodeState, feeds: FeedServer, changes: dict[str, Any], field: str
 ) -> None:
     body = {**spec_body(1, [feed(feeds, "news")]), **changes}
     body = {k: v for k, v in body.items() if not (k == "user_id" and v is None)}
@@ -196,7 +196,7 @@ def test_a_bad_spec_is_refused_naming_the_field(
     "data", [b"not json", b"[1, 2]", b'"source"'], ids=["not-json", "array", "string"]
 )
 def test_a_body_that_is_not_a_json_object_is_refused(
-    client: FlaskClient, node: Node, data: bytes
+    client: FlaskClient, node: NodeState, data: bytes
 ) -> None:
     response = client.put(
         "/subscribers/1", data=data, headers={**AUTH, "Content-Type": "application/json"}
@@ -209,7 +209,7 @@ def test_a_body_that_is_not_a_json_object_is_refused(
 
 
 def test_a_poll_confirms_the_assigned_subscribers_and_the_watchdog_drops_the_rest(
-    client: FlaskClient, node: Node, clock: FakeClock, feeds: FeedServer
+    client: FlaskClient, node: NodeState, clock: FakeClock, feeds: FeedServer
 ) -> None:
     url = feed(feeds, "news")
     for crawler_id in (1, 2, 3):
@@ -227,7 +227,7 @@ def test_a_poll_confirms_the_assigned_subscribers_and_the_watchdog_drops_the_res
 
 @pytest.mark.parametrize("header", ["1,two", "1;2", "0x1"])
 def test_a_malformed_assigned_header_is_refused(
-    client: FlaskClient, node: Node, clock: FakeClock, feeds: FeedServer, header: str
+    client: FlaskClient, node: NodeState, clock: FakeClock, feeds: FeedServer, header: str
 ) -> None:
     put(client, spec_body(1, [feed(feeds, "news")]))
     clock.now += 5
@@ -239,7 +239,7 @@ def test_a_malformed_assigned_header_is_refused(
 
 
 def test_a_node_the_hub_stops_polling_detaches(
-    client: FlaskClient, node: Node, clock: FakeClock, feeds: FeedServer
+    client: FlaskClient, node: NodeState, clock: FakeClock, feeds: FeedServer
 ) -> None:
     put(client, spec_body(1, [feed(feeds, "news")]))
 
@@ -263,7 +263,7 @@ def test_a_node_the_hub_stops_polling_detaches(
 
 
 def test_healthz_lists_data_sources_with_their_subscriber_counts(
-    client: FlaskClient, node: Node, feeds: FeedServer
+    client: FlaskClient, node: NodeState, feeds: FeedServer
 ) -> None:
     shared, alone = [feed(feeds, "news"), feed(feeds, "tech")], [feed(feeds, "sports")]
     put(client, spec_body(1, shared))
@@ -288,7 +288,7 @@ def test_healthz_lists_data_sources_with_their_subscriber_counts(
 
 @pytest.mark.parametrize("header", [None, "", "three", "3.0"])
 def test_a_call_without_a_generation_number_is_refused(
-    client: FlaskClient, node: Node, feeds: FeedServer, header: str | None
+    client: FlaskClient, node: NodeState, feeds: FeedServer, header: str | None
 ) -> None:
     headers = {"Authorization": AUTH["Authorization"]}
     if header is not None:
@@ -304,7 +304,7 @@ def test_a_call_without_a_generation_number_is_refused(
 
 
 def test_a_call_from_an_older_generation_is_refused_and_ignored(
-    client: FlaskClient, node: Node, feeds: FeedServer
+    client: FlaskClient, node: NodeState, feeds: FeedServer
 ) -> None:
     put(client, spec_body(1, [feed(feeds, "news")]))
     older = {**AUTH, GENERATION_HEADER: str(GENERATION - 1)}
@@ -319,7 +319,7 @@ def test_a_call_from_an_older_generation_is_refused_and_ignored(
 
 
 def test_a_call_from_a_newer_generation_makes_the_node_drop_everything_and_register_again(
-    client: FlaskClient, node: Node, feeds: FeedServer
+    client: FlaskClient, node: NodeState, feeds: FeedServer
 ) -> None:
     """The hub wrote this node off (declared it dead while it was cut off): it must stop."""
     put(client, spec_body(1, [feed(feeds, "news")]))
@@ -333,7 +333,7 @@ def test_a_call_from_a_newer_generation_makes_the_node_drop_everything_and_regis
 
 
 def test_an_unregistered_node_refuses_work(
-    client: FlaskClient, node: Node, feeds: FeedServer
+    client: FlaskClient, node: NodeState, feeds: FeedServer
 ) -> None:
     node.detach("test")
 
@@ -350,7 +350,7 @@ def since(client: FlaskClient, cursor: str, **headers: str) -> dict[str, Any]:
 
 
 def test_a_poll_with_the_last_cursor_answers_only_what_changed(
-    client: FlaskClient, node: Node, feeds: FeedServer
+    client: FlaskClient, node: NodeState, feeds: FeedServer
 ) -> None:
     put(client, spec_body(1, [feed(feeds, "one")]))
     put(client, spec_body(2, [feed(feeds, "two")]))
@@ -382,7 +382,7 @@ def test_a_poll_with_the_last_cursor_answers_only_what_changed(
 
 
 def test_every_poll_confirms_its_shards_subscribers_and_an_unpolled_shard_leaves_orphans(
-    client: FlaskClient, node: Node, clock: FakeClock, feeds: FeedServer
+    client: FlaskClient, node: NodeState, clock: FakeClock, feeds: FeedServer
 ) -> None:
     crawler_ids_by_shard: dict[int, set[int]] = {0: set(), 1: set()}
     for crawler_id in range(1, 7):
@@ -400,7 +400,7 @@ def test_every_poll_confirms_its_shards_subscribers_and_an_unpolled_shard_leaves
 
 
 def test_each_shard_polls_its_own_subscribers(
-    client: FlaskClient, node: Node, feeds: FeedServer
+    client: FlaskClient, node: NodeState, feeds: FeedServer
 ) -> None:
     for crawler_id in range(1, 9):
         put(client, spec_body(crawler_id, [feed(feeds, f"f{crawler_id}")]))
@@ -417,7 +417,7 @@ def test_each_shard_polls_its_own_subscribers(
 
 
 def test_a_batch_put_answers_per_crawler_and_a_batch_delete_names_what_it_removed(
-    client: FlaskClient, node: Node, feeds: FeedServer
+    client: FlaskClient, node: NodeState, feeds: FeedServer
 ) -> None:
     good = spec_body(1, [feed(feeds, "one")])
     bad = spec_body(2, [feed(feeds, "two")], item_limit=-1)
@@ -444,7 +444,7 @@ def test_a_batch_put_answers_per_crawler_and_a_batch_delete_names_what_it_remove
     ],
 )
 def test_a_malformed_batch_is_refused_naming_the_field(
-    client: FlaskClient, node: Node, path: str, method: str, body: Any, field: str
+    client: FlaskClient, node: NodeState, path: str, method: str, body: Any, field: str
 ) -> None:
     response = client.open(path, method=method.upper(), json=body, headers=AUTH)
     assert response.status_code == 422
@@ -452,7 +452,7 @@ def test_a_malformed_batch_is_refused_naming_the_field(
 
 
 def test_a_leader_with_an_older_epoch_is_refused(
-    client: FlaskClient, node: Node, feeds: FeedServer
+    client: FlaskClient, node: NodeState, feeds: FeedServer
 ) -> None:
     body = spec_body(1, [feed(feeds, "one")])
     newer = {**AUTH, EPOCH_HEADER: "5"}
@@ -505,7 +505,7 @@ def test_a_poll_renews_leases_from_the_answer_it_echoes(tmp_path, clock: FakeClo
     fetcher = GuardedFetcher(allow_hosts=LOOPBACK, deadline=5.0)
     renewals = Renewals(clock)
     pool = DataSourcePool(opener(SourceContext(fetcher, FEED_INTERVAL)), store, renewals=renewals)
-    node = Node(pool, clock)
+    node = NodeState(pool, clock)
     node.mark_registered(7, GENERATION)
     client = create_node_app(node, SECRET).test_client()
     try:

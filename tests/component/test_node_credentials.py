@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from blackwidow.node_protocol import GENERATION_HEADER
-from blackwidow.store.sqlite import SqliteStore
+from blackwidow.core.node_protocol import GENERATION_HEADER
+from blackwidow.core.store.sqlite import SqliteStore
 from sources.credentials import CredentialBook
 from sources.fetch.fetcher import GuardedFetcher
 from sources.keys import source_key
@@ -22,7 +22,7 @@ from sources.registry import opener
 from sources.source_type import SourceContext
 from sources.twitter.query import TwitterQuery
 from spawn.app import create_node_app
-from spawn.node import Node
+from spawn.node import NodeState
 from spawn.pool.source_pool import DataSourcePool
 from tests.support import FakeClock, wait_until
 
@@ -47,7 +47,7 @@ NODE_CREDENTIALS = {
 
 
 @pytest.fixture
-def node(tmp_path) -> Iterator[Node]:
+def node(tmp_path) -> Iterator[NodeState]:
     store = SqliteStore(str(tmp_path / "items.db"))
     fetcher = GuardedFetcher(allow_hosts=frozenset({"127.0.0.1"}), deadline=5.0)
     context = SourceContext(
@@ -58,7 +58,7 @@ def node(tmp_path) -> Iterator[Node]:
         rate_limit_wait=60.0,
     )
     pool = DataSourcePool(opener(context), store)
-    node = Node(pool, FakeClock(1000.0))
+    node = NodeState(pool, FakeClock(1000.0))
     node.mark_registered(7, GENERATION)
     yield node
     pool.clear()
@@ -66,7 +66,7 @@ def node(tmp_path) -> Iterator[Node]:
 
 
 @pytest.fixture
-def client(node: Node) -> FlaskClient:
+def client(node: NodeState) -> FlaskClient:
     return create_node_app(node, SECRET, CredentialBook(NODE_CREDENTIALS)).test_client()
 
 

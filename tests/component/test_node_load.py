@@ -12,23 +12,23 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from blackwidow import serving
-from blackwidow.alerts.outbox import Outbox
+from blackwidow.alerts.outbox import AlertOutbox
 from blackwidow.app import create_app
+from blackwidow.core import serving
+from blackwidow.core.node_protocol import GENERATION_HEADER, SHARD_HEADER
+from blackwidow.core.store.sqlite import SqliteStore
 from blackwidow.demo.feed_server import FeedServer
 from blackwidow.monitor.alerting import PollAlerts
 from blackwidow.monitor.detector import PhiAccrualDetector, PhiSettings
 from blackwidow.monitor.liveness import Liveness
-from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.node_client import NodeClient
-from blackwidow.node_protocol import GENERATION_HEADER, SHARD_HEADER
-from blackwidow.store.sqlite import SqliteStore
+from blackwidow.monitor.memory.shard import ShardMemory
+from blackwidow.node_client import NodeClient
 from sources.fetch.fetcher import GuardedFetcher
 from sources.registry import opener
 from sources.source_type import SourceContext
 from spawn.app import create_node_app
 from spawn.load import ProcessLoad
-from spawn.node import Node
+from spawn.node import NodeState
 from spawn.pool.source_pool import DataSourcePool
 from tests.component.conftest import ADMIN, SECRET, bearer, hub_settings
 from tests.component.test_dashboard import sign_in
@@ -37,17 +37,17 @@ LOOPBACK = frozenset({"127.0.0.1"})
 
 
 @pytest.fixture
-def node(tmp_path: Path) -> Iterator[Node]:
+def node(tmp_path: Path) -> Iterator[NodeState]:
     store = SqliteStore(str(tmp_path / "node-items.db"))
     fetcher = GuardedFetcher(allow_hosts=LOOPBACK, deadline=5.0)
     pool = DataSourcePool(opener(SourceContext(fetcher, 60.0)), store)
-    node = Node(pool, time.monotonic, load=ProcessLoad())
+    node = NodeState(pool, time.monotonic, load=ProcessLoad())
     yield node
     pool.clear()
     store.close()
 
 
-def subscribe(node: Node, feeds: FeedServer, names: list[str]) -> None:
+def subscribe(node: NodeState, feeds: FeedServer, names: list[str]) -> None:
     """One crawler per name; equal names share a data source."""
     client = create_node_app(node, SECRET).test_client()
     for crawler_id, name in enumerate(names, start=1):
@@ -62,7 +62,7 @@ def subscribe(node: Node, feeds: FeedServer, names: list[str]) -> None:
         assert response.status_code == 200, response.json
 
 
-def test_every_poll_answer_carries_the_whole_nodes_load(node: Node, feeds: FeedServer) -> None:
+def test_every_poll_answer_carries_the_whole_nodes_load(node: NodeState, feeds: FeedServer) -> None:
     node.mark_registered(1, 1)
     subscribe(node, feeds, ["one", "one", "two"])
     client = create_node_app(node, SECRET).test_client()
@@ -83,7 +83,7 @@ def test_every_poll_answer_carries_the_whole_nodes_load(node: Node, feeds: FeedS
 
 
 @pytest.fixture
-def served(node: Node) -> Iterator[str]:
+def served(node: NodeState) -> Iterator[str]:
     """The node on loopback, for the hub's real poll."""
     server, url = serving.bind(create_node_app(node, SECRET), "127.0.0.1", 0)
     thread = threading.Thread(target=server.run, daemon=True)  # type: ignore[attr-defined]
@@ -93,7 +93,7 @@ def served(node: Node) -> Iterator[str]:
 
 
 def test_the_nodes_api_lists_capacity_and_the_load_the_latest_poll_reported(
-    client: FlaskClient, sessions, node: Node, served: str, feeds: FeedServer
+    client: FlaskClient, sessions, node: NodeState, served: str, feeds: FeedServer
 ) -> None:
     registered = client.post(
         "/api/v1/nodes", json={"url": served, "capacity": 3}, headers=bearer(SECRET)
@@ -110,7 +110,7 @@ def test_the_nodes_api_lists_capacity_and_the_load_the_latest_poll_reported(
         ShardMemory(),
         clock=time.monotonic,
         probe_dead_for=60.0,
-        watch=PollAlerts(Outbox(cluster_hook=False), 60.0, 100),
+        watch=PollAlerts(AlertOutbox(cluster_hook=False), 60.0, 100),
     )
     liveness.poll_once()
 

@@ -14,15 +14,15 @@ import requests
 from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from blackwidow.metrics.exposition import MetricsAccess
-from blackwidow.store.sqlite import SqliteStore
+from blackwidow.core.metrics.exposition import MetricsAccess
+from blackwidow.core.store.sqlite import SqliteStore
 from sources.fetch.fetcher import GuardedFetcher
 from sources.registry import opener
 from sources.source_type import SourceContext
 from spawn.app import create_node_app
-from spawn.delivery.sink import NodeSink
 from spawn.metrics import NodeMetrics
-from spawn.node import Node
+from spawn.node import NodeState
+from spawn.output.sink import NodeSink
 from spawn.pool.source_pool import DataSourcePool
 from tests.servers.hostile_http import HostileServer
 from tests.support import FakeClock, served, wait_until
@@ -61,7 +61,7 @@ def server() -> Iterator[HostileServer]:
 
 
 @pytest.fixture
-def node(tmp_path) -> Iterator[tuple[Node, NodeMetrics]]:
+def node(tmp_path) -> Iterator[tuple[NodeState, NodeMetrics]]:
     """A node wired as `blackwidow spawn` wires one, on a fast feed interval."""
     metrics = NodeMetrics()
     store = SqliteStore(str(tmp_path / "items.db"))
@@ -69,7 +69,7 @@ def node(tmp_path) -> Iterator[tuple[Node, NodeMetrics]]:
     context = SourceContext(fetcher, 0.1, observer=metrics)
     pool = DataSourcePool(opener(context), NodeSink(store, None, metrics), observer=metrics)
     metrics.watch(pool, None)
-    node = Node(pool, FakeClock(1000.0))
+    node = NodeState(pool, FakeClock(1000.0))
     node.mark_registered(4, 1)
     yield node, metrics
     pool.clear()
@@ -182,6 +182,6 @@ def test_the_process_its_build_and_its_id_at_the_hub_are_on_a_real_scrape(node):
 
 
 def test_a_node_not_yet_registered_names_no_id(node):
-    unregistered = Node(node[0].pool, FakeClock(1000.0))
+    unregistered = NodeState(node[0].pool, FakeClock(1000.0))
     families = scrape(create_node_app(unregistered, SECRET).test_client())
     assert not families["blackwidow_node_info"].samples

@@ -9,7 +9,7 @@ import pytest
 from flask import Flask
 
 from blackwidow.app import create_app
-from blackwidow.monitor.node_client import NodeClient, NodeTarget, NodeUnreachable
+from blackwidow.node_client import NodeClient, NodeTarget, NodeUnreachable
 from tests.component.conftest import ADMIN, SECRET, bearer
 from tests.servers.hostile_http import HostileServer
 

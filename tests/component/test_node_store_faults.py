@@ -16,8 +16,8 @@ from sources.model import Item, SubscriberSpec
 from sources.registry import opener
 from sources.source_type import SourceContext
 from spawn import watchdog
-from spawn.delivery.sink import NodeSink
-from spawn.node import Node
+from spawn.node import NodeState
+from spawn.output.sink import NodeSink
 from spawn.pool.change_counter import ChangeCounter
 from spawn.pool.seen_set import SeenSet
 from spawn.pool.source_pool import DataSourcePool
@@ -170,7 +170,7 @@ def test_a_node_keeps_its_timers_while_a_write_retry_waits_for_its_answer(
     store = through(proxy, cassandra_service, cassandra_store_url, f"&request_timeout={HUNG}")
     pool = feed_pool(store)
     clock = FakeClock(1000.0)
-    node = Node(pool, clock)
+    node = NodeState(pool, clock)
     node.mark_registered(7, 3)
     stop = threading.Event()
     try:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from sqlalchemy import insert, select
 
-from blackwidow.alerts.outbox import Outbox
+from blackwidow.alerts.outbox import AlertOutbox
+from blackwidow.core.node_protocol import Cursor, Shard
 from blackwidow.models import Crawler, WebhookDelivery
 from blackwidow.monitor.alerting import PollAlerts
+from blackwidow.monitor.memory.crawlers import load
 from blackwidow.monitor.poller import NodeReport
-from blackwidow.monitor.tracked import load
-from blackwidow.node_protocol import Cursor, Shard
 
 
 def types(sessions) -> list[str]:
@@ -19,7 +19,7 @@ def types(sessions) -> list[str]:
 
 
 def watch() -> PollAlerts:
-    return PollAlerts(Outbox(cluster_hook=True), failing_after=60.0, holding_items=100)
+    return PollAlerts(AlertOutbox(cluster_hook=True), failing_after=60.0, holding_items=100)
 
 
 def report(held: int) -> NodeReport:

@@ -13,15 +13,15 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from blackwidow.alerts.outbox import Outbox
+from blackwidow.alerts.outbox import AlertOutbox
+from blackwidow.core.node_protocol import Cursor, Renewal, Shard
 from blackwidow.models import Crawler, Node, SubscriberRun
 from blackwidow.monitor.alerting import PollAlerts
+from blackwidow.monitor.change_intake import Intake
 from blackwidow.monitor.detector import PhiAccrualDetector, PhiSettings
-from blackwidow.monitor.intake import Intake
 from blackwidow.monitor.liveness import Liveness
-from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.node_client import NodeTarget
-from blackwidow.node_protocol import Cursor, Renewal, Shard
+from blackwidow.monitor.memory.shard import ShardMemory
+from blackwidow.node_client import NodeTarget
 from tests.component.conftest import bearer
 
 RUN = "a" * 32
@@ -73,7 +73,7 @@ def liveness(
         memory,
         clock=time.monotonic,
         probe_dead_for=60.0,
-        watch=watch or PollAlerts(Outbox(cluster_hook=False), 60.0, 100),
+        watch=watch or PollAlerts(AlertOutbox(cluster_hook=False), 60.0, 100),
         fence=fence,
     )
 
@@ -132,7 +132,7 @@ def test_a_failed_status_write_keeps_the_heartbeats_and_wakes_the_reconciler(
     crawler_id, _token, memory = running
     node = ScriptedNode()
     node.statuses = [status(crawler_id, 3)]
-    broken = BrokenFlush(Outbox(cluster_hook=False), 60.0, 100)
+    broken = BrokenFlush(AlertOutbox(cluster_hook=False), 60.0, 100)
     with pytest.raises(RuntimeError):
         liveness(sessions, node, memory, broken).poll_once()
     assert polled_at(sessions) is not None

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from blackwidow.core.node_protocol import Shard
+from blackwidow.core.store.sqlite import SqliteStore
 from blackwidow.demo.feed_server import FeedServer
-from blackwidow.node_protocol import Shard
-from blackwidow.store.sqlite import SqliteStore
 from sources.fetch.fetcher import GuardedFetcher
 from sources.keys import source_key
 from sources.model import DataSource, Item, SubscriberSpec

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import db, usage
 from blackwidow.models import Crawler, Node, SourceRun, SubscriberRun, User, utcnow
-from blackwidow.monitor import deliveries, pruning
+from blackwidow.monitor import billing, pruning
 
 DAY = timedelta(days=1)
 
@@ -65,16 +65,16 @@ def test_runs_go_once_their_node_can_no_longer_report_them_and_totals_stay(sessi
         session.add(crawler)
         session.flush()
         heard = {  # run -> the node and generation it was reported from
-            "current": deliveries.Origin(node.id, 5),
-            "one-back": deliveries.Origin(node.id, 4),  # a poll recorded just after a bump
-            "two-back": deliveries.Origin(node.id, 3),
-            "deleted-node": deliveries.Origin(node.id + 1000, 9),
+            "current": billing.Origin(node.id, 5),
+            "one-back": billing.Origin(node.id, 4),  # a poll recorded just after a bump
+            "two-back": billing.Origin(node.id, 3),
+            "deleted-node": billing.Origin(node.id + 1000, 9),
             "unknown": None,
         }
         runs: dict = {}
         for run, origin in heard.items():
             status = {"crawler_id": crawler.id, "run": run, "delivered": 10}
-            deliveries.record(session, runs, crawler, status, origin)
+            billing.record(session, runs, crawler, status, origin)
         ids = (crawler.id, node.id)
 
     with sessions.begin() as session:  # all grew just now: a restart could replay them
@@ -100,15 +100,15 @@ def test_source_runs_go_like_subscriber_runs_and_the_billed_totals_stay(sessions
         session.add_all([user, node])
         session.flush()
         heard = {
-            "current": deliveries.Origin(node.id, 5),
-            "two-back": deliveries.Origin(node.id, 3),
+            "current": billing.Origin(node.id, 5),
+            "two-back": billing.Origin(node.id, 3),
             "unknown": None,
         }
         reports = [
             (origin, {"run": run, "source": "datasift", "delivered": {str(user.id): 10}})
             for run, origin in heard.items()
         ]
-        deliveries.record_sources(session, reports)
+        billing.record_sources(session, reports)
         user_id = user.id
 
     with sessions.begin() as session:
@@ -119,6 +119,6 @@ def test_source_runs_go_like_subscriber_runs_and_the_billed_totals_stay(sessions
         assert set(session.scalars(select(SourceRun.run))) == {"current", "unknown"}
         assert usage.billed(session, user_id) == {"datasift": 30}
     with sessions.begin() as session:  # a kept run heard again bills nothing more
-        deliveries.record_sources(session, reports[:1])
+        billing.record_sources(session, reports[:1])
     with sessions() as session:
         assert usage.billed(session, user_id) == {"datasift": 30}

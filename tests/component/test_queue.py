@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from blackwidow.queue import QueueError, item_from_entry, open_queue
-from blackwidow.queue.entries import stream_key
-from blackwidow.queue.redis_stream import RedisStreamQueue
+from blackwidow.core.queue import QueueError, item_from_entry, open_queue
+from blackwidow.core.queue.entries import stream_key
+from blackwidow.core.queue.redis_stream import RedisStreamQueue
 from sources.model import Item
-from spawn.delivery.queue_outbox import PUSH_RETRY, Outbox
-from spawn.delivery.spool import Spool
+from spawn.output.queue_outbox import PUSH_RETRY, QueueOutbox
+from spawn.output.spool import Spool
 from tests.services.redis import Redis as RedisServer
 from tests.support import wait_until
 
@@ -93,7 +93,7 @@ def queue(redis_url: str) -> Iterator[RedisStreamQueue]:
 
 @pytest.fixture
 def spool(tmp_path: Path) -> Spool:
-    """The outbox's file; `Outbox.stop` closes it."""
+    """The outbox's file; `QueueOutbox.stop` closes it."""
     return Spool(tmp_path / "outbox.db")
 
 
@@ -213,7 +213,7 @@ def test_items_without_a_crawler_are_refused(queue, spool):
     with pytest.raises(ValueError, match="crawler_id"):
         queue.push([orphan])
     with pytest.raises(ValueError, match="crawler_id"):
-        Outbox(queue, spool, capacity=10).put([orphan])
+        QueueOutbox(queue, spool, capacity=10).put([orphan])
 
 
 def test_open_queue(redis_url):
@@ -237,7 +237,9 @@ def test_retry_delays_double_from_a_fifth_of_a_second_to_ten():
 
 def test_the_outbox_pushes_at_once_while_all_is_well(queue, spool, client, new_crawler):
     crawler_id = new_crawler()
-    outbox = Outbox(queue, spool, capacity=10)  # no background thread: the caller's thread pushes
+    outbox = QueueOutbox(
+        queue, spool, capacity=10
+    )  # no background thread: the caller's thread pushes
     items = [make_item(n, crawler_id) for n in range(3)]
 
     outbox.put(items)
@@ -251,7 +253,7 @@ def test_the_outbox_pushes_at_once_while_all_is_well(queue, spool, client, new_c
 def test_the_outbox_rides_out_an_outage_in_order(spare_redis, spool):
     spare_redis.up()
     queue = RedisStreamQueue(spare_redis.url, maxlen=1000)
-    outbox = Outbox(queue, spool, capacity=20)
+    outbox = QueueOutbox(queue, spool, capacity=20)
     outbox.start()
     batches = [[make_item(n, 7) for n in range(start, start + 5)] for start in range(0, 30, 5)]
     try:
@@ -285,7 +287,7 @@ def test_the_outbox_rides_out_an_outage_in_order(spare_redis, spool):
 
 def test_stop_makes_a_last_attempt_to_flush(spare_redis, spool):
     queue = RedisStreamQueue(spare_redis.url, maxlen=1000)  # not started yet: down
-    outbox = Outbox(queue, spool, capacity=20)
+    outbox = QueueOutbox(queue, spool, capacity=20)
     items = [make_item(n, 3) for n in range(4)]
     try:
         outbox.put(items[:2])
@@ -305,7 +307,7 @@ def test_stop_makes_a_last_attempt_to_flush(spare_redis, spool):
 def test_a_put_during_a_push_waits_behind_it_without_blocking(spare_redis, spool):
     spare_redis.up()
     queue = RedisStreamQueue(spare_redis.url, maxlen=1000)
-    outbox = Outbox(queue, spool, capacity=20)
+    outbox = QueueOutbox(queue, spool, capacity=20)
     outbox.start()
     first, second = [make_item(n, 5) for n in range(3)], [make_item(n, 5) for n in range(3, 6)]
     with redis.Redis.from_url(spare_redis.url) as client:
@@ -330,7 +332,7 @@ def test_a_put_during_a_push_waits_behind_it_without_blocking(spare_redis, spool
 
 def test_the_outbox_keeps_each_callers_order_across_threads(queue, spool, client, new_crawler):
     crawler_id = new_crawler()
-    outbox = Outbox(queue, spool, capacity=1000)
+    outbox = QueueOutbox(queue, spool, capacity=1000)
     outbox.start()
 
     def produce(thread: int) -> None:

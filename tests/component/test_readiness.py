@@ -12,11 +12,11 @@ import pytest
 from blackwidow import db, readiness
 from blackwidow.alerts.delivery import delivery_thread
 from blackwidow.app import create_app
+from blackwidow.core.node_protocol import Shard
+from blackwidow.core.store import open_store
 from blackwidow.models import MonitorLock, Node, utcnow
 from blackwidow.monitor.leader import lock_name
 from blackwidow.monitor.loop import MonitorLoop
-from blackwidow.node_protocol import Shard
-from blackwidow.store import open_store
 from tests.component.conftest import hub_settings
 from tests.support import wait_until
 

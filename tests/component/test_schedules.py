@@ -11,11 +11,11 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from blackwidow.errors import ApiError
+from blackwidow.core.errors import ApiError
+from blackwidow.core.node_protocol import Cursor
 from blackwidow.models import Crawler, Node
-from blackwidow.monitor.memory import ShardMemory
+from blackwidow.monitor.memory.shard import ShardMemory
 from blackwidow.monitor.poller import NodeReport
-from blackwidow.node_protocol import Cursor
 from sources.credentials import CredentialBook
 from spawn.api.subscribers import parse_spec
 from tests.component.conftest import bearer, make_reconciler
@@ -122,7 +122,7 @@ def test_a_windowed_crawler_waits_scheduled_until_its_window_opens(
         node_id = node.id
     memory = ShardMemory()
     memory.live = (node_id,)
-    memory.view.apply(node_id, NodeReport(Cursor("stream", 1), True, [], []))
+    memory.reported.apply(node_id, NodeReport(Cursor("stream", 1), True, [], []))
     now = [at("2026-01-05T08:00:00")]
     reconciler = make_reconciler(sessions, memory, wall=lambda: now[0])
 

@@ -15,10 +15,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from blackwidow.app import create_app
-from blackwidow.store import open_store, upgrade_store
-from blackwidow.store.cassandra import make_cluster
-from blackwidow.store.cassandra_config import parse
-from blackwidow.store.cassandra_schema import WORDS_INDEX
+from blackwidow.core.store import open_store, upgrade_store
+from blackwidow.core.store.cassandra.config import parse
+from blackwidow.core.store.cassandra.schema import WORDS_INDEX
+from blackwidow.core.store.cassandra.store import make_cluster
 from tests.component.conftest import ADMIN, bearer, hub_settings
 from tests.component.test_items_api import T0, crawler, item, user, walk
 

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from blackwidow.store import Store, open_store
+from blackwidow.core.store import Store, open_store
 from sources.model import Item, SubscriberSpec
-from spawn.delivery.sink import NodeSink
+from spawn.output.sink import NodeSink
 from spawn.pool.change_counter import ChangeCounter
 from spawn.pool.seen_set import SeenSet
 from spawn.pool.subscriber import Subscriber

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import redis
 
-from blackwidow.queue.redis_stream import RedisStreamQueue
-from blackwidow.store.sqlite import SqliteStore
-from spawn.delivery.queue_outbox import Outbox
-from spawn.delivery.sink import NodeSink, QueueBacklogFull
-from spawn.delivery.spool import Spool, SpoolInUse, spool_path
+from blackwidow.core.queue.redis_stream import RedisStreamQueue
+from blackwidow.core.store.sqlite import SqliteStore
+from spawn.output.queue_outbox import QueueOutbox
+from spawn.output.sink import NodeSink, QueueBacklogFull
+from spawn.output.spool import Spool, SpoolInUse, spool_path
 from tests.component.test_queue import closed_port, make_item, streamed
 
 CRAWLER = 9101  # streams of this module's own
@@ -31,10 +31,10 @@ def down_queue() -> RedisStreamQueue:
     return RedisStreamQueue(f"redis://127.0.0.1:{closed_port()}/0", maxlen=1000)
 
 
-def life(path: Path, work: Callable[[Outbox], None], capacity: int = 100) -> None:
+def life(path: Path, work: Callable[[QueueOutbox], None], capacity: int = 100) -> None:
     """One node process on the spool at `path` while Redis is down, killed after `work`:
     its outbox is dropped, never stopped (no last push), and its file let go."""
-    work(Outbox(down_queue(), Spool(path), capacity))
+    work(QueueOutbox(down_queue(), Spool(path), capacity))
     gc.collect()
 
 
@@ -42,7 +42,7 @@ def test_a_killed_node_s_entries_reach_redis_from_its_spool(redis_url, client, t
     path = tmp_path / "outbox.db"
     batches = [[make_item(n, CRAWLER) for n in range(start, start + 4)] for start in (0, 4, 8)]
 
-    def spool_while_down(outbox: Outbox) -> None:
+    def spool_while_down(outbox: QueueOutbox) -> None:
         for batch in batches:
             outbox.put(batch)
         assert outbox.stats()["pending"] == 12
@@ -50,13 +50,13 @@ def test_a_killed_node_s_entries_reach_redis_from_its_spool(redis_url, client, t
     life(path, spool_while_down)
 
     queue = RedisStreamQueue(redis_url, maxlen=1000)
-    again = Outbox(queue, Spool(path), capacity=100)
+    again = QueueOutbox(queue, Spool(path), capacity=100)
     assert again.stats()["pending"] == 12
     again.stop()  # no background thread: the last attempt pushes the whole backlog
 
     assert streamed(client, CRAWLER) == [item for batch in batches for item in batch]
     assert not path.exists()  # an empty spool leaves nothing behind
-    third = Outbox(queue, Spool(path), capacity=100)
+    third = QueueOutbox(queue, Spool(path), capacity=100)
     third.stop()
     assert len(streamed(client, CRAWLER)) == 12  # nothing replayed twice
     queue.close()
@@ -69,7 +69,7 @@ def test_an_item_stored_but_not_settled_is_queued_after_a_restart(redis_url, cli
     stored_first = [make_item(n, CRAWLER + 1) for n in range(3)]
     never_stored = [make_item(n, CRAWLER + 2) for n in range(2)]
 
-    def die_mid_write(outbox: Outbox) -> None:
+    def die_mid_write(outbox: QueueOutbox) -> None:
         outbox.stage(stored_first, ttl=3600)
         assert store.add(stored_first, ttl=3600) == stored_first
         outbox.stage(never_stored, ttl=None)  # died before even the store was asked
@@ -77,7 +77,7 @@ def test_an_item_stored_but_not_settled_is_queued_after_a_restart(redis_url, cli
     life(path, die_mid_write)
 
     queue = RedisStreamQueue(redis_url, maxlen=1000)
-    sink = NodeSink(store, Outbox(queue, Spool(path), capacity=100))
+    sink = NodeSink(store, QueueOutbox(queue, Spool(path), capacity=100))
     sink.replay_interrupted()
     sink.replay_interrupted()  # done once only
 
@@ -92,7 +92,7 @@ def test_an_item_stored_but_not_settled_is_queued_after_a_restart(redis_url, cli
 def test_the_sink_spools_before_storing_and_keeps_only_new_items(redis_url, client, tmp_path):
     store = SqliteStore(str(tmp_path / "items.db"))
     queue = RedisStreamQueue(redis_url, maxlen=1000)
-    outbox = Outbox(queue, Spool(tmp_path / "outbox.db"), capacity=100)
+    outbox = QueueOutbox(queue, Spool(tmp_path / "outbox.db"), capacity=100)
     sink = NodeSink(store, outbox)
     first = [make_item(n, CRAWLER) for n in range(3)]
 
@@ -110,7 +110,7 @@ def test_the_bound_holds_on_the_spool_across_a_restart(tmp_path):
     store = SqliteStore(str(tmp_path / "items.db"))
     path = tmp_path / "outbox.db"
 
-    def fill(outbox: Outbox) -> None:
+    def fill(outbox: QueueOutbox) -> None:
         sink = NodeSink(store, outbox)
         sink.add([make_item(n, CRAWLER) for n in range(5)])
         with pytest.raises(QueueBacklogFull):
@@ -118,7 +118,7 @@ def test_the_bound_holds_on_the_spool_across_a_restart(tmp_path):
 
     life(path, fill, capacity=5)
 
-    restarted = NodeSink(store, Outbox(down_queue(), Spool(path), capacity=5))
+    restarted = NodeSink(store, QueueOutbox(down_queue(), Spool(path), capacity=5))
     with pytest.raises(QueueBacklogFull):
         restarted.add([make_item(5, CRAWLER)])
     assert store.count(CRAWLER) == 5

@@ -6,8 +6,8 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
-from blackwidow.store import open_store
-from blackwidow.store.sqlite import MIGRATIONS
+from blackwidow.core.store import open_store
+from blackwidow.core.store.sqlite import MIGRATIONS
 from sources.model import Item
 
 T0 = datetime(2024, 5, 1, 12, tzinfo=UTC)

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from blackwidow.store import Store, Write, open_store
-from blackwidow.store.windows import BadPosition, Page, Window
+from blackwidow.core.store import Store, Write, open_store
+from blackwidow.core.store.windows import BadPosition, ItemPage, Window
 from sources.model import Item
 from tests.support import wait_until
 
@@ -183,7 +183,7 @@ def test_two_threads_writing_at_once_lose_nothing(
 WRITER = """
 import sys
 from datetime import UTC, datetime
-from blackwidow.store import open_store
+from blackwidow.core.store import open_store
 from sources.model import Item
 
 store = open_store(sys.argv[1])
@@ -327,7 +327,7 @@ def test_retention_hides_expired_items_but_keeps_them_counted(
     store.add([make_item("kept", two, conversation=thread)])
 
     wait_until(lambda: store.items(one, 10) == [], timeout=15, what="the item to expire")
-    assert store.page(one, 10) == Page([]) and list(store.stream(one)) == []
+    assert store.page(one, 10) == ItemPage([]) and list(store.stream(one)) == []
     assert store.page(one, 10, Window(since=T0 - timedelta(1))).items == []
     assert store.conversation(thread, [one, two], 10) == store.items(two, 1)
     assert store.conversation_page(thread, [one, two], 1).items == store.items(two, 1)
@@ -410,7 +410,7 @@ def test_a_batch_with_an_item_without_crawler_stores_nothing(
     assert store.add_many([Write([make_item("a", two)])]) == [[make_item("a", two)]]
 
 
-def walk(read: Callable[[Any], Page]) -> list[list[str]]:
+def walk(read: Callable[[Any], ItemPage]) -> list[list[str]]:
     """The ids of every page from the first to the one without a next, each position passed
     through JSON as a cursor carries it."""
     pages, after = [], None
@@ -534,7 +534,7 @@ def test_conversation_pages_cover_the_callers_items_once(
             lambda after, limit=limit: store.conversation_page(thread, [one, two], limit, after)
         )
         assert [item for page in pages for item in page] == expected
-    assert store.conversation_page(thread, [], 5) == Page([])
+    assert store.conversation_page(thread, [], 5) == ItemPage([])
 
 
 @pytest.mark.parametrize("position", ["x", [1, 2], ["a"], ["2024-05-01", 5], [None, None, None]])

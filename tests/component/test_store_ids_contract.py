@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from blackwidow.store import Store
+from blackwidow.core.store import Store
 from sources.segments import versioned
 from tests.component.test_store_contract import ids, make_item, store, store_url  # noqa: F401
 from tests.support import wait_until

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from blackwidow.store import Store, open_store
-from blackwidow.store.base import SearchUnsupported
-from blackwidow.store.cassandra import make_cluster
-from blackwidow.store.cassandra_config import parse
-from blackwidow.store.cassandra_schema import fill_words
-from blackwidow.store.sqlite import MIGRATIONS
-from blackwidow.store.windows import Window, words
+from blackwidow.core.store import Store, open_store
+from blackwidow.core.store.base import SearchUnsupported
+from blackwidow.core.store.cassandra.config import parse
+from blackwidow.core.store.cassandra.schema import fill_words
+from blackwidow.core.store.cassandra.store import make_cluster
+from blackwidow.core.store.sqlite import MIGRATIONS
+from blackwidow.core.store.windows import Window, words
 from sources.model import Item
 from tests.component.test_sqlite_store import old_file
 from tests.support import wait_until

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import tweepy
 
-from blackwidow.store.sqlite import SqliteStore
+from blackwidow.core.store.sqlite import SqliteStore
 from sources.model import SubscriberSpec
 from sources.reconnect import RELEASE_RETRY
 from sources.registry import opener

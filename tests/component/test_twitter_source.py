@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 import tweepy
 
-from blackwidow.store.sqlite import SqliteStore
+from blackwidow.core.store.sqlite import SqliteStore
 from sources.registry import opener
 from sources.source_type import SourceContext
 from sources.twitter.client import MAX_LINE

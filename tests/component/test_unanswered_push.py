@@ -11,11 +11,11 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from blackwidow.core.node_protocol import Cursor
 from blackwidow.models import Crawler
-from blackwidow.monitor.memory import ShardMemory
-from blackwidow.monitor.node_client import NodeTarget
+from blackwidow.monitor.memory.shard import ShardMemory
 from blackwidow.monitor.poller import NodeReport
-from blackwidow.node_protocol import Cursor
+from blackwidow.node_client import NodeTarget
 from tests.component.conftest import bearer, make_reconciler
 
 
@@ -36,7 +36,7 @@ def test_a_budgeted_crawler_whose_push_got_no_answer_keeps_its_lease_and_waits(
     ]
     memory = ShardMemory(lease_after=5.0)
     memory.live, memory.capacity = (1,), {1: 1}
-    memory.view.apply(1, NodeReport(Cursor("s", 1), True, [], []))  # it answered: runs nothing
+    memory.reported.apply(1, NodeReport(Cursor("s", 1), True, [], []))  # it answered: runs nothing
     reconciler = make_reconciler(sessions, memory)
 
     target = {1: NodeTarget(1, silent_node, 1)}

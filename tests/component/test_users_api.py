@@ -8,7 +8,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from blackwidow.models import Crawler
-from blackwidow.monitor import deliveries
+from blackwidow.monitor import billing
 from tests.component.conftest import ADMIN, bearer
 
 
@@ -73,7 +73,7 @@ def test_usage_adds_up_stored_and_delivered_items(client: FlaskClient, make_user
             ("t" * 32, "twitter", {str(ana["id"]): 90}),
             ("b" * 32, "rss", {str(bob["id"]): 7}),
         ]
-        deliveries.record_sources(
+        billing.record_sources(
             session,
             [(None, {"run": run, "source": s, "delivered": n}) for run, s, n in reports],
         )

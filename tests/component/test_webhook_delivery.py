@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from blackwidow.alerts import events
 from blackwidow.alerts.delivery import KEEP, Deliverer
 from blackwidow.alerts.history import recent
-from blackwidow.alerts.outbox import Outbox
+from blackwidow.alerts.outbox import AlertOutbox
 from blackwidow.alerts.sender import WebhookSender
 from blackwidow.models import Webhook, WebhookDelivery, utcnow
 from sources.backoff import Backoff
@@ -51,7 +51,7 @@ def add_hook(sessions: sessionmaker[Session], user_id: int, url: str, secret: st
 
 def emit(sessions: sessionmaker[Session], *emitted: events.Event, cluster: bool = True) -> None:
     with sessions.begin() as session:
-        Outbox(cluster_hook=cluster).emit(session, emitted)
+        AlertOutbox(cluster_hook=cluster).emit(session, emitted)
 
 
 def expected_signature(secret: str, body: bytes) -> str:

@@ -12,7 +12,7 @@ from flask.testing import FlaskClient
 
 from blackwidow.alerts import events
 from blackwidow.alerts.hooks import MAX_PER_USER
-from blackwidow.alerts.outbox import Outbox
+from blackwidow.alerts.outbox import AlertOutbox
 from blackwidow.app import create_app
 from tests.component.conftest import ADMIN, bearer, hub_settings
 
@@ -117,7 +117,7 @@ def test_deliveries_page_newest_first_with_a_next_link(
     ana, bob = make_user("ana"), make_user("bob")
     client.post(hooks_url(ana), json=HOOK, headers=bearer(ana["token"]))
     with sessions.begin() as session:
-        Outbox(cluster_hook=True).emit(
+        AlertOutbox(cluster_hook=True).emit(
             session,
             [events.crawler_failed(n, ana["id"], "refused") for n in range(5)]
             + [events.crawler_failed(99, bob["id"], "refused")],

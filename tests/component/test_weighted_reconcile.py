@@ -9,11 +9,11 @@ from typing import Any
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from blackwidow.monitor.memory import ShardMemory
+from blackwidow.core.node_protocol import Cursor
+from blackwidow.monitor.memory.shard import ShardMemory
 from blackwidow.monitor.poller import NodeLoad, NodeReport
 from blackwidow.monitor.reload import Plan
 from blackwidow.monitor.routing import route_weighted
-from blackwidow.node_protocol import Cursor
 from tests.component.conftest import bearer, make_reconciler
 
 CAPACITY = {1: 1, 2: 5}
@@ -35,7 +35,7 @@ def first_plan(sessions: sessionmaker[Session], running: dict[int, list[int]]) -
         crawlers = running.get(node_id, [])
         statuses = [{"crawler_id": c, "digest": "pushed-earlier"} for c in crawlers]
         load = NodeLoad(data_sources=len(crawlers))
-        memory.view.apply(node_id, NodeReport(Cursor("s", 1), True, statuses, [], load=load))
+        memory.reported.apply(node_id, NodeReport(Cursor("s", 1), True, statuses, [], load=load))
         memory.data_sources[node_id] = len(crawlers)
     plan, _taken = make_reconciler(sessions, memory, "weighted").plan()
     return plan

@@ -26,7 +26,7 @@ def test_a_hub_and_a_node_on_defaults_write_nothing_into_the_working_directory(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(data))
     monkeypatch.chdir(checkout)  # the processes start here
-    # a node on a fixed port keeps a delivery ledger; with a queue, a spool too (opening one
+    # a node on a fixed port keeps a run ledger; with a queue, a spool too (opening one
     # does not connect, so nothing need listen there)
     env = {
         "BLACKWIDOW_CLUSTER_SECRET": "secret",

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from blackwidow.client.config import Connection
+from blackwidow.client.config import HubConnection
 from blackwidow.client.hub_client import HubClient
 from blackwidow.demo.status import Status
 from tests.integration.conftest import Cluster
@@ -137,7 +137,7 @@ def test_the_count_shown_is_never_below_the_newest_item_shown(cluster: Any) -> N
     token = c.user()
     crawler = c.crawler(token, [c.feed("counted", items=3)], name="counted")
     wait_until(lambda: c.items(token, crawler["id"]), what="the first items stored")
-    [line] = Status(HubClient(Connection(c.hub_url, token))).lines()
+    [line] = Status(HubClient(HubConnection(c.hub_url, token))).lines()
     status = STATUS.match(line)
     assert status, line
     assert status.group(4) == "3" and status.group(5) == "Counted story 3: redis", line

@@ -1,5 +1,5 @@
 """A node killed with SIGKILL after deliveries no poll answer carried: restarted at its address,
-it reports them from its delivery ledger, and the user's billed figure and the crawler's
+it reports them from its run ledger, and the user's billed figure and the crawler's
 delivered figure count them once."""
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from blackwidow.queue import item_from_entry
-from blackwidow.queue.entries import stream_key
+from blackwidow.core.queue import item_from_entry
+from blackwidow.core.queue.entries import stream_key
 from tests.component.test_queue import SpareRedis, closed_port
 from tests.integration.conftest import Cluster, post_numbers
 from tests.support import wait_until

@@ -15,8 +15,8 @@ from unittest.mock import ANY
 import pytest
 import redis
 
-from blackwidow.queue import item_from_entry
-from blackwidow.queue.entries import stream_key
+from blackwidow.core.queue import item_from_entry
+from blackwidow.core.queue.entries import stream_key
 from tests.integration.conftest import Cluster, post_numbers
 from tests.services.cassandra import Cassandra
 from tests.summary import MEASUREMENTS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from cassandra import ConsistencyLevel
 
-from blackwidow.store.cassandra_config import DEFAULT_PORT, parse
+from blackwidow.core.store.cassandra.config import DEFAULT_PORT, parse
 
 
 def test_defaults_suit_one_node_and_quorum_with_replication() -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from blackwidow.store.base import Write
-from blackwidow.store.cassandra_writes import Ttls, decide
-from blackwidow.store.id_write_memory import IdRow
+from blackwidow.core.store.base import Write
+from blackwidow.core.store.cassandra.id_write_memory import IdRow
+from blackwidow.core.store.cassandra.writes import Ttls, decide
 from sources.model import Item
 
 T0 = datetime(2024, 5, 1, 12, tzinfo=UTC)

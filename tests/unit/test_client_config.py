@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from blackwidow.client import config
-from blackwidow.client.config import HUB_ENV, TOKEN_ENV, Connection
+from blackwidow.client.config import HUB_ENV, TOKEN_ENV, HubConnection
 from blackwidow.client.hub_client import HubClient
 from blackwidow.client.options import connected
 
@@ -22,10 +22,10 @@ def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_options_win_over_the_login_file_and_the_file_fills_in_the_rest() -> None:
-    config.save(Connection("http://saved:8000", "saved-token"))
-    assert config.resolve(None, None) == Connection("http://saved:8000", "saved-token")
-    assert config.resolve("http://given:1/", None) == Connection("http://given:1", "saved-token")
-    assert config.resolve(None, "given") == Connection("http://saved:8000", "given")
+    config.save(HubConnection("http://saved:8000", "saved-token"))
+    assert config.resolve(None, None) == HubConnection("http://saved:8000", "saved-token")
+    assert config.resolve("http://given:1/", None) == HubConnection("http://given:1", "saved-token")
+    assert config.resolve(None, "given") == HubConnection("http://saved:8000", "given")
 
 
 @pytest.mark.parametrize(
@@ -39,8 +39,8 @@ def test_a_missing_hub_or_token_is_a_usage_error_naming_its_option(
 
 
 def test_the_login_file_is_readable_by_its_owner_only_and_replaced_whole(config_home: Path) -> None:
-    path = config.save(Connection("http://a", "first"))
-    config.save(Connection("http://a", "second"))
+    path = config.save(HubConnection("http://a", "first"))
+    config.save(HubConnection("http://a", "second"))
     assert path == config_home / "blackwidow" / "config.json"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert config.resolve(None, None).token == "second"
@@ -59,7 +59,7 @@ def test_a_login_file_that_is_not_ours_is_named_not_guessed_around(config_home: 
 
 
 def test_logout_removes_the_file_once() -> None:
-    config.save(Connection("http://a", "t"))
+    config.save(HubConnection("http://a", "t"))
     assert config.forget() is True
     assert config.forget() is False
 
@@ -83,7 +83,7 @@ def where(hub: HubClient) -> None:
 def test_a_command_takes_its_options_then_the_environment_then_the_login_file(
     args: list[str], env: dict[str, str], resolved: str
 ) -> None:
-    config.save(Connection("http://file", "f"))
+    config.save(HubConnection("http://file", "f"))
     result = CliRunner().invoke(where, args, env={HUB_ENV: None, TOKEN_ENV: None, **env})
     assert (result.exit_code, result.output.strip()) == (0, resolved)
 
@@ -94,4 +94,4 @@ def test_a_command_with_no_hub_anywhere_exits_2_naming_the_option() -> None:
 
 
 def test_the_token_stays_out_of_the_connection_repr() -> None:
-    assert "s3cret" not in repr(Connection("http://a", "s3cret"))
+    assert "s3cret" not in repr(HubConnection("http://a", "s3cret"))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from blackwidow.settings import Settings, SettingsError, from_env
+from blackwidow.core.settings import Settings, SettingsError, from_env
 from sources.credentials import CredentialBook, MissingCredential
 from sources.model import SubscriberSpec
 from sources.twitter.query import DEFAULT_API_BASE

@@ -13,7 +13,12 @@ from werkzeug.exceptions import (
     UnprocessableEntity,
 )
 
-from blackwidow.errors import ApiError, api_error_response, first_invalid_field, http_error_response
+from blackwidow.core.errors import (
+    ApiError,
+    api_error_response,
+    first_invalid_field,
+    http_error_response,
+)
 
 
 @pytest.mark.parametrize(

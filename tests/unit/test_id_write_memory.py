@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from blackwidow.store.id_write_memory import IdRow, IdWriteMemory
+from blackwidow.core.store.cassandra.id_write_memory import IdRow, IdWriteMemory
 
 ME, THEM = uuid.UUID(int=1), uuid.UUID(int=2)
 KEY = (7, "a")

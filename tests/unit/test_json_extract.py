@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sources.jsonapi.extract import JsonPaths, PathError, compiled, extract_json, with_param
+from sources.jsonapi.extract import JsonPathError, JsonPaths, compiled, extract_json, with_param
 from sources.jsonapi.query import JsonQuery
 from sources.records import PageError
 
@@ -127,5 +127,5 @@ def test_an_answer_of_another_shape_has_no_items(answer: Any) -> None:
 
 @pytest.mark.parametrize("path", ["$.[", "$..[?(@.x ==", ""])
 def test_a_bad_jsonpath_is_refused(path: str) -> None:
-    with pytest.raises(PathError, match="not a valid JSONPath"):
+    with pytest.raises(JsonPathError, match="not a valid JSONPath"):
         compiled(path)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from blackwidow.monitor import leases
-from blackwidow.monitor.memory import ShardMemory
+from blackwidow.core.node_protocol import Cursor
+from blackwidow.monitor import quota_grants
+from blackwidow.monitor.memory.crawlers import Tracked
+from blackwidow.monitor.memory.shard import ShardMemory
 from blackwidow.monitor.poller import NodeReport
-from blackwidow.monitor.tracked import Tracked
-from blackwidow.node_protocol import Cursor
 
 LEASE_AFTER = 2.5
 BUDGETED, FREE = 1, 2  # user ids: one with an item limit, one without
@@ -32,9 +32,11 @@ def memory_with(node_answered_at: float | None) -> ShardMemory:
         4: crawler(4, FREE, item_limit=40),
     }
     if node_answered_at is not None:
-        memory.view.apply(7, NodeReport(Cursor("s", 1), True, [], [], answered_at=node_answered_at))
+        memory.reported.apply(
+            7, NodeReport(Cursor("s", 1), True, [], [], answered_at=node_answered_at)
+        )
     for crawler_id in (1, 2, 4):
-        memory.view.acked(7, crawler_id, "digest")
+        memory.reported.acked(7, crawler_id, "digest")
     return memory
 
 
@@ -45,11 +47,11 @@ def test_a_lost_nodes_bounded_crawlers_are_held_from_its_last_answer(answered_at
     """A crawler with an item limit is held as a budgeted one is: the lost node may still
     store it, and a second node counting from the store's count would pass the limit."""
     memory = memory_with(answered_at)
-    assert leases.lose_node(memory, 7, leading_since=50.0) == {1, 2, 4}
+    assert quota_grants.lose_node(memory, 7, leading_since=50.0) == {1, 2, 4}
     assert memory.crawlers[1].lost_until == expected
     assert memory.crawlers[4].lost_until == expected
     assert memory.crawlers[2].lost_until is None  # unbounded: its ids keep it exact
-    assert memory.view.places(1) == {}
+    assert memory.reported.places(1) == {}
 
 
 @pytest.mark.parametrize(
@@ -67,17 +69,17 @@ def test_held_by_lost_node(lost_until, user_id, now, expected):
     user_id, item_limit = user_id if isinstance(user_id, tuple) else (user_id, None)
     held = crawler(1, user_id, item_limit)
     held.lost_until = lost_until
-    assert leases.held_by_lost_node(held, {BUDGETED: 100}, now) is expected
+    assert quota_grants.held_by_lost_node(held, {BUDGETED: 100}, now) is expected
 
 
 def test_a_new_leader_holds_the_budgeted_crawlers_no_node_reported():
     memory = memory_with(100.0)
-    leases.hold_unseen(memory, now=200.0)
+    quota_grants.hold_unseen(memory, now=200.0)
     assert [memory.crawlers[c].lost_until for c in (1, 2, 3, 4)] == [None, None, 205.0, None]
-    memory.view.forget(7)  # no node reports the limited crawler either: it is held too
-    leases.hold_unseen(memory, now=200.0)
+    memory.reported.forget(7)  # no node reports the limited crawler either: it is held too
+    quota_grants.hold_unseen(memory, now=200.0)
     assert [memory.crawlers[c].lost_until for c in (2, 4)] == [None, 205.0]
     never_polls = ShardMemory()
     never_polls.limits, never_polls.crawlers = {BUDGETED: 100}, {3: crawler(3, BUDGETED)}
-    leases.hold_unseen(never_polls, now=200.0)
+    quota_grants.hold_unseen(never_polls, now=200.0)
     assert never_polls.crawlers[3].lost_until is None

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sources.page.extract import PagePaths, PathError, compiled, extract_page
+from sources.page.extract import PagePathError, PagePaths, compiled, extract_page
 from sources.page.query import PageQuery
 
 FETCHED_AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -150,5 +150,5 @@ def test_an_item_path_that_matches_no_element_finds_no_items(path: str) -> None:
     ],
 )
 def test_a_bad_path_is_refused_with_its_reason(path: str, selector: str, reason: str) -> None:
-    with pytest.raises(PathError, match=reason):
+    with pytest.raises(PagePathError, match=reason):
         compiled(path, selector)

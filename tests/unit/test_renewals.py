@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from blackwidow.core.node_protocol import ProtocolError, Renewal, Shard
 from blackwidow.monitor.quota import lost_lease_until
-from blackwidow.node_protocol import ProtocolError, Renewal, Shard
 from spawn.pool.renewals import Renewals, in_force
 from tests.support import FakeClock
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from blackwidow.store.windows import words
+from blackwidow.core.store.windows import words
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from blackwidow.settings import Settings, SettingsError, data_dir, for_servers, from_env
+from blackwidow.core.settings import Settings, SettingsError, data_dir, for_servers, from_env
 
 NETWORKS = (ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("127.0.0.1/32"))
 
@@ -327,7 +327,7 @@ def test_bad_webhook_settings_name_the_variable(environ, named):
 
 
 def test_the_session_key_is_set_or_derived_from_the_cluster_secret_never_fixed():
-    from blackwidow.settings import session_key
+    from blackwidow.core.settings import session_key
 
     given = from_env({"BLACKWIDOW_SESSION_SECRET": "s3", "BLACKWIDOW_CLUSTER_SECRET": "c"})
     assert session_key(given) == b"s3"

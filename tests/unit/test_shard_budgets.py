@@ -3,9 +3,9 @@ it up; leases the other shards hold only make it wait."""
 
 from __future__ import annotations
 
-from blackwidow.monitor import leases
+from blackwidow.monitor import quota_grants
+from blackwidow.monitor.memory.crawlers import Tracked
 from blackwidow.monitor.quota import ShardBudget
-from blackwidow.monitor.tracked import Tracked
 
 USER = 1
 
@@ -18,10 +18,10 @@ def stored(crawler_id: int, count: int) -> Tracked:
 def test_leases_held_in_another_shard_do_not_exhaust_a_user():
     budget = ShardBudget(25, held_elsewhere=25, stored_elsewhere=20)
     assert budget.share == 0
-    assert leases.exhausted_users({USER: budget}, {USER: [stored(1, 0)]}) == set()
+    assert quota_grants.exhausted_users({USER: budget}, {USER: [stored(1, 0)]}) == set()
 
 
 def test_items_stored_in_every_shard_together_exhaust_a_user():
     budget = ShardBudget(25, held_elsewhere=20, stored_elsewhere=20)
-    assert leases.exhausted_users({USER: budget}, {USER: [stored(1, 4)]}) == set()
-    assert leases.exhausted_users({USER: budget}, {USER: [stored(1, 5)]}) == {USER}
+    assert quota_grants.exhausted_users({USER: budget}, {USER: [stored(1, 4)]}) == set()
+    assert quota_grants.exhausted_users({USER: budget}, {USER: [stored(1, 5)]}) == {USER}

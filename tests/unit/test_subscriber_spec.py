@@ -9,7 +9,7 @@ import json
 import pytest
 from marshmallow import ValidationError
 
-from blackwidow.node_schemas import SubscriberSpecSchema
+from blackwidow.core.node_schemas import SubscriberSpecSchema
 from sources.model import SubscriberSpec
 
 

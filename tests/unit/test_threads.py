@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from blackwidow.store.threads import parent_keys, re_roots, rooted
+from blackwidow.core.store.threads import parent_keys, re_roots, rooted
 from sources.model import Item
 
 T0 = datetime(2024, 5, 1, 12, tzinfo=UTC)

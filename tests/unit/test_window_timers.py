@@ -3,7 +3,7 @@ forgotten as crawlers change; time passed in."""
 
 from __future__ import annotations
 
-from blackwidow.monitor.window_timers import WindowTimers
+from blackwidow.monitor.memory.window_timers import WindowTimers
 
 # opens at every minute's second 0, 20 and 40, for 8 seconds
 WINDOW = {"cron": "* * * * * */20", "for": 8}

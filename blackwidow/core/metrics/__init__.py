@@ -1,0 +1,1 @@
+"""Metric exposition both sides serve: `/metrics` access and the process's own figures."""

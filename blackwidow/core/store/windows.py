@@ -1,0 +1,90 @@
+"""What a page, stream or search read asks of a store: a time window on one of an item's
+instants, the words a search looks for, and the page it gets back. Values only; each store
+turns them into its own query.
+
+A page's position is where the next page starts, opaque to callers and JSON-serialisable:
+the hub signs it into a cursor (blackwidow.api.paging) and hands it back on the next request.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sources.model import Item
+
+TimeField = Literal["fetched_at", "published_at"]
+TIME_FIELDS: tuple[TimeField, ...] = ("fetched_at", "published_at")
+_WORD = re.compile(r"[^\W_]+")  # a run of letters and digits, as the stores' tokenizers cut
+STREAM_BATCH = 1000  # rows a stream reads at a time: its memory, whatever the item count
+
+
+class BadPosition(ValueError):
+    """A position this store did not give (another store's, or an older format's)."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """Items whose `by` instant is at or after `since` and before `until`; an open side is
+    unbounded. A bounded window on published_at leaves out items that have no published_at."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    by: TimeField = "fetched_at"
+
+    @property
+    def bounded(self) -> bool:
+        return self.since is not None or self.until is not None
+
+
+EVERYTHING = Window()
+
+
+@dataclass(frozen=True)
+class ItemPage:
+    """At most the asked-for items, and where the next page starts (None: this is the last).
+
+    A store may answer a last page that is empty when it could not tell the end beforehand
+    (Cassandra's paging state says "maybe more").
+    """
+
+    items: list[Item]
+    next: Any = None
+
+
+def words(text: str) -> tuple[str, ...]:
+    """The distinct words of a text, lowercase and without diacritics (é is e), in the order
+    given: what a search asks every item found to hold, and what the stores index. Anything
+    but letters and digits separates words and is not searched (no operators, no phrases)."""
+    return tuple(dict.fromkeys(_plain(word.lower()) for word in _WORD.findall(text)))
+
+
+def _plain(word: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
+def checked(position: Any, shape: tuple[type | tuple[type, ...], ...]) -> list[Any]:
+    """A position as a list of the given types, or BadPosition."""
+    if not (
+        isinstance(position, list)
+        and len(position) == len(shape)
+        and all(isinstance(value, kind) for value, kind in zip(position, shape, strict=True))
+    ):
+        raise BadPosition("not a position this store gave")
+    return position
+
+
+def in_batches(read: Callable[[Any], ItemPage]) -> Iterator[Item]:
+    """Every item of the pages `read(position)` gives, one page at a time, to the last: for
+    stores whose pages are cheap wherever they start (keyset pages)."""
+    after = None
+    while True:
+        page = read(after)
+        yield from page.items
+        if page.next is None:
+            return
+        after = page.next

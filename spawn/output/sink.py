@@ -1,0 +1,108 @@
+"""The node's item sink: the store, with the queue's entries spooled around each write.
+
+Subscribers see one `add`; this is where a store or queue outage becomes an error they hold
+items for (and, once their buffer is full, backpressure on the data sources). The writes of
+subscribers delivering at once reach the store together (spawn.output.group_commit).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, TypeVar
+
+from blackwidow.core.store import Store, StoreUnavailable, Write
+from sources.model import Item
+from spawn.metrics import NodeMetrics
+from spawn.output.group_commit import GroupCommit
+from spawn.output.queue_outbox import QueueOutbox
+
+_T = TypeVar("_T")
+
+
+class QueueBacklogFull(Exception):
+    """The queue has not taken earlier items yet; new ones wait rather than pile up."""
+
+
+class NodeSink:
+    def __init__(
+        self, store: Store, outbox: QueueOutbox | None = None, metrics: NodeMetrics | None = None
+    ) -> None:
+        self._store = store
+        self._commits = GroupCommit(store.add_many)
+        self._outbox = outbox
+        self._metrics = metrics
+        self._store_error: str | None = None
+
+    def add(
+        self,
+        items: Sequence[Item],
+        ttl: int | None = None,
+        id_ttl: int | None = None,
+        unseen: Collection[tuple[int, str]] = (),
+    ) -> list[Item]:
+        """Store items and queue the new ones; refuses up front while the queue is backed up.
+
+        With a queue, the entries are spooled before the store is asked and settled after it
+        answers, so no item is stored without its entry on disk, whenever the node dies.
+        """
+        if self._outbox is None:
+            return self._write(items, ttl, id_ttl, unseen)
+        if not self._outbox.has_room():
+            pending = self._outbox.stats()["pending"]
+            raise QueueBacklogFull(f"queue: {pending} stored items wait for the queue")
+        self.replay_interrupted()
+        staged = self._outbox.stage(items, ttl)
+        try:
+            new = self._write(items, ttl, id_ttl, unseen)
+        except BaseException:
+            self._outbox.discard(staged)
+            raise
+        self._outbox.settle(staged, new)
+        return new
+
+    def replay_interrupted(self) -> None:
+        """Finish the writes a killed node process spooled but never saw answered (at start,
+        and before each add until the store answers): StoreUnavailable while it is down."""
+        if self._outbox is not None:
+            self._outbox.replay_interrupted(self._write)
+
+    def _write(
+        self,
+        items: Sequence[Item],
+        ttl: int | None,
+        id_ttl: int | None = None,
+        unseen: Collection[tuple[int, str]] = (),
+    ) -> list[Item]:
+        """One store write, carried with those of other callers writing now, timed (its wait
+        included) and counted for the node's figures. A replayed write (`replay_interrupted`)
+        reads every id, as no seen-set vouches for it."""
+        started = time.monotonic()
+        new = self._tracked(lambda: self._commits.add(Write(items, ttl, id_ttl, unseen)))
+        if self._metrics is not None:
+            self._metrics.stored(new, time.monotonic() - started)
+        return new
+
+    def count(self, crawler_id: int) -> int:
+        return self._tracked(lambda: self._store.count(crawler_id))
+
+    def stored_ids(self, crawler_id: int) -> list[str]:
+        """The crawler's stored ids, for its seen-set (read whole: a filter is built of them)."""
+        return self._tracked(lambda: list(self._store.stored_ids(crawler_id)))
+
+    def _tracked(self, call: Callable[[], _T]) -> _T:
+        """Run a store call, remembering whether the store answered (for `health`)."""
+        try:
+            result = call()
+        except StoreUnavailable as error:
+            self._store_error = str(error)
+            raise
+        self._store_error = None
+        return result
+
+    def health(self) -> dict[str, Any]:
+        """The store as the last write saw it, and the queue's backlog (None without a queue)."""
+        return {
+            "store": {"ok": self._store_error is None, "error": self._store_error},
+            "queue": self._outbox.stats() if self._outbox is not None else None,
+        }
