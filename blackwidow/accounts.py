@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from blackwidow import changes
 from blackwidow.auth import Caller
-from blackwidow.core.errors import ApiError
+from blackwidow.core.domain_errors import Conflict, NotFound
 from blackwidow.core.tokens import hash_token, new_token
 from blackwidow.models import MAX_INTEGER, User
 
@@ -19,14 +19,14 @@ from blackwidow.models import MAX_INTEGER, User
 def create_user(session: Session, data: dict[str, Any]) -> tuple[User, str]:
     """A new user and their bearer token (only its hash is kept)."""
     if session.scalar(select(User.id).where(User.name == data["name"])) is not None:
-        raise ApiError(409, "conflict", f"a user named {data['name']!r} exists", "name")
+        raise Conflict(f"a user named {data['name']!r} exists", "name")
     token = new_token()
     user = User(name=data["name"], item_limit=data.get("item_limit"), token_hash=hash_token(token))
     session.add(user)
     try:
         session.flush()
     except IntegrityError:  # another request created the same name in between
-        raise ApiError(409, "conflict", f"a user named {data['name']!r} exists", "name") from None
+        raise Conflict(f"a user named {data['name']!r} exists", "name") from None
     return user, token
 
 
@@ -40,14 +40,14 @@ def get_user(session: Session, caller: Caller, user_id: int) -> User:
     if (caller.is_admin or caller.user_id == user_id) and user_id <= MAX_INTEGER:
         user = session.get(User, user_id)
     if user is None:
-        raise ApiError(404, "not_found", f"no user {user_id}", "id")
+        raise NotFound(f"no user {user_id}", "id")
     return user
 
 
 def own_user(session: Session, caller: Caller) -> User:
     """The user whose token is calling; the admin token belongs to none."""
     if caller.user_id is None:
-        raise ApiError(404, "not_found", "the admin token is no user's", "Authorization")
+        raise NotFound("the admin token is no user's", "Authorization")
     return get_user(session, caller, caller.user_id)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
+from blackwidow.core.domain_errors import Forbidden
 from blackwidow.core.errors import ApiError
 from blackwidow.core.tokens import bearer, hash_token, same_secret
 from blackwidow.models import User
@@ -49,4 +50,4 @@ def identify_by_hash(session: Session, token_hash: str, admin_token: str | None)
 
 def require_admin(caller: Caller) -> None:
     if not caller.is_admin:
-        raise ApiError(403, "forbidden", "admin token required", "Authorization")
+        raise Forbidden("admin token required", "Authorization")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blackwidow import crawlers, opml
-from blackwidow.core.errors import ApiError
+from blackwidow.core.domain_errors import DomainError
 from blackwidow.models import Crawler
 from sources.filters import filter_key
 from sources.model import DEFAULT_PRIORITY
@@ -91,7 +91,7 @@ def _checked(outline: opml.CrawlerOutline) -> dict[str, Any]:
     try:
         body["query"] = crawlers.validated_query("rss", body["query"])
         body["schedule"] = crawlers.validated_schedule(body.get("schedule"))
-    except ApiError as error:
+    except DomainError as error:
         raise in_file_terms(error, outline) from None
     return body
 
@@ -119,7 +119,7 @@ def _definition(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def in_file_terms(error: ApiError, outline: opml.CrawlerOutline) -> ApiError:
+def in_file_terms(error: DomainError, outline: opml.CrawlerOutline) -> DomainError:
     """An error about an outline's create body, told as the file says it: `query.feeds.0`
     is the feed's outline (and URL), `item_limit` the attribute `blackwidow:itemLimit`, the
     name the outline's `text`."""
@@ -129,7 +129,7 @@ def in_file_terms(error: ApiError, outline: opml.CrawlerOutline) -> ApiError:
     if feed is not None and int(feed[1]) < len(outline.feeds):
         where = outline.feeds[int(feed[1])].where
         message = f"{where} ({outline.feeds[int(feed[1])].url}): {reason}"
-        return ApiError(error.status, error.code, message, where)
+        return error.reworded(message, where)
     parts = field.split(".")
     setting = parts[1] if parts[0] == "query" and len(parts) > 1 else parts[0]
     if setting == "name":
@@ -138,4 +138,4 @@ def in_file_terms(error: ApiError, outline: opml.CrawlerOutline) -> ApiError:
         where = f"{outline.where}.{opml.attribute(setting)}"
     else:  # the feeds as a whole: none, or more than a crawler takes
         where = outline.where
-    return ApiError(error.status, error.code, f"{where}: {reason}", where)
+    return error.reworded(f"{where}: {reason}", where)

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from blackwidow import changes
 from blackwidow.auth import Caller
-from blackwidow.core.errors import ApiError, invalid_input
+from blackwidow.core.domain_errors import DomainError, Forbidden, Invalid, NotFound
 from blackwidow.crawler_keys import key_for
 from blackwidow.models import MAX_INTEGER, Assignment, Crawler, Node
 from blackwidow.node_client import NodeClient, NodeTarget, NodeUnreachable
@@ -42,11 +42,11 @@ def validated_query(source: str, query: dict[str, Any]) -> dict[str, Any]:
     """The query checked against its source type's schema; errors name e.g. `query.feeds.0`."""
     if source not in SOURCE_TYPES:
         known = ", ".join(sorted(SOURCE_TYPES))
-        raise ApiError(422, "invalid", f"source: unknown source, expected one of {known}", "source")
+        raise Invalid(f"source: unknown source, expected one of {known}", "source")
     try:
         return _QUERY_SCHEMAS[source].load(query)
     except ValidationError as error:
-        raise invalid_input(error.messages, "query") from None
+        raise Invalid.from_messages(error.messages, "query") from None
 
 
 def validated_schedule(schedule: Any) -> dict[str, Any] | None:
@@ -54,7 +54,7 @@ def validated_schedule(schedule: Any) -> dict[str, Any] | None:
     try:
         return timetable.check(schedule)
     except timetable.ScheduleError as error:
-        raise ApiError(422, "invalid", f"{error.field}: {error}", error.field) from None
+        raise Invalid(f"{error.field}: {error}", error.field) from None
 
 
 def create(session: Session, caller: Caller, data: dict[str, Any]) -> Crawler:
@@ -75,7 +75,7 @@ def create_batch(session: Session, caller: Caller, entries: list[dict[str, Any]]
 def owner(caller: Caller) -> int:
     """The user whose crawler a create makes: the caller; the admin owns none."""
     if caller.user_id is None:
-        raise ApiError(403, "forbidden", "crawlers belong to users: use a user token")
+        raise Forbidden("crawlers belong to users: use a user token")
     return caller.user_id
 
 
@@ -107,7 +107,7 @@ def new(session: Session, user_id: int, data: dict[str, Any]) -> Crawler:
 def _entry(session: Session, user_id: int, n: int, data: dict[str, Any]) -> Crawler:
     try:
         return new(session, user_id, data)
-    except ApiError as error:
+    except DomainError as error:
         raise error.within(f"crawlers.{n}") from None
 
 
@@ -188,7 +188,7 @@ def get(session: Session, caller: Caller, crawler_id: int) -> Crawler:
     if crawler_id <= MAX_INTEGER:
         crawler = session.scalar(select(Crawler).where(Crawler.id == crawler_id, visible(caller)))
     if crawler is None:
-        raise ApiError(404, "not_found", f"no crawler {crawler_id}", "id")
+        raise NotFound(f"no crawler {crawler_id}", "id")
     return crawler
 
 

@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from blackwidow import changes, crawlers
-from blackwidow.core.errors import ApiError, invalid_input
+from blackwidow.core.domain_errors import Conflict, Invalid, NotFound
 from blackwidow.crawler_keys import rekey, stored_credential
 from blackwidow.models import Credential, utcnow
 from sources.credentials import name_rule
@@ -42,7 +42,7 @@ def put(
     try:
         secret = schema().load(fields)
     except ValidationError as error:
-        raise invalid_input(error.messages) from None
+        raise Invalid.from_messages(error.messages) from None
     credential = stored_credential(session, user_id, source, name)
     if credential is not None:
         credential.secret, credential.updated_at = secret, utcnow()
@@ -53,7 +53,7 @@ def put(
     try:
         session.flush()
     except IntegrityError:  # another request stored the same one in between
-        raise ApiError(409, "conflict", f"{source} credential {name!r} exists", "name") from None
+        raise Conflict(f"{source} credential {name!r} exists", "name") from None
     _credential_changed(session, user_id, source, name, stored=True)
     return credential, True
 
@@ -62,7 +62,7 @@ def delete(session: Session, user_id: int, source: str, name: str) -> None:
     _schema_of(source, name)
     credential = stored_credential(session, user_id, source, name)
     if credential is None:
-        raise ApiError(404, "not_found", f"no {source} credential named {name!r}", "name")
+        raise NotFound(f"no {source} credential named {name!r}", "name")
     session.delete(credential)
     session.flush()
     _credential_changed(session, user_id, source, name, stored=False)
@@ -84,11 +84,11 @@ def _schema_of(source: str, name: str) -> type[Schema]:
     if schema is None:
         takes = ", ".join(CREDENTIAL_SCHEMAS)
         message = f"source: no such source takes credentials, these do: {takes}"
-        raise ApiError(404, "not_found", message, "source")
+        raise NotFound(message, "source")
     try:
         name_rule(name)
     except ValidationError as error:
-        raise invalid_input({"name": error.messages}) from None
+        raise Invalid.from_messages({"name": error.messages}) from None
     return schema
 
 

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from blackwidow import crawler_outlines, crawlers, opml
 from blackwidow.auth import Caller
-from blackwidow.core.errors import ApiError
+from blackwidow.core.domain_errors import DomainError, Invalid
 from blackwidow.models import Crawler
 from sources.filters import filter_key
 from sources.rss.query import MAX_FEEDS
@@ -71,14 +71,14 @@ def import_feeds(
     if keywords and subscriptions.crawlers:
         where = subscriptions.crawlers[0].where
         message = f"keywords: not for a file of crawlers, which carry their own ({where})"
-        raise ApiError(422, "invalid", message, "keywords")
+        raise Invalid(message, "keywords")
     owned = crawlers.listing(session, caller, source="rss")
     outlines, existing = crawler_outlines.sorted_out(owned, subscriptions.crawlers)
     fresh, skipped = _fresh(owned, subscriptions.feeds, keywords)
     new_feeds = len(fresh) + sum(len(outline.feeds) for outline in outlines)
     if new_feeds > most:
         message = f"body: {new_feeds} new feeds, more than one import takes ({most})"
-        raise ApiError(422, "invalid", message, "body")
+        raise Invalid(message, "body")
     planned = plan(replace(subscriptions, feeds=fresh), group_by)
     made = _create(session, caller, outlines, planned, keywords) if outlines or planned else []
     return Imported(made, skipped, existing)
@@ -147,7 +147,7 @@ def _create(
     entries += [_entry(crawler, keywords) for crawler in planned]
     try:
         return crawlers.create_batch(session, caller, entries)
-    except ApiError as error:
+    except DomainError as error:
         raise _in_file_terms(error, outlines, planned) from None
 
 
@@ -159,24 +159,24 @@ def _entry(crawler: Planned, keywords: Sequence[str]) -> dict[str, Any]:
 
 
 def _in_file_terms(
-    error: ApiError, outlines: Sequence[opml.CrawlerOutline], planned: Sequence[Planned]
-) -> ApiError:
+    error: DomainError, outlines: Sequence[opml.CrawlerOutline], planned: Sequence[Planned]
+) -> DomainError:
     """`crawlers.3.query.feeds.0: ...` becomes `body.outline[7] (URL): ...`, field the outline;
     a keyword the query refuses is the `keywords` argument's."""
     entry = _ENTRY_FIELD.match(error.field or "")
     if entry is not None and int(entry[1]) < len(outlines):
-        inner = ApiError(error.status, error.code, error.message, entry[2] or None)
+        inner = error.reworded(error.message, entry[2] or None)
         return crawler_outlines.in_file_terms(inner, outlines[int(entry[1])])
     reason = error.message.split(": ", 1)[-1]
     keyword = _KEYWORDS_FIELD.match(error.field or "")
     if keyword is not None:
-        return ApiError(error.status, error.code, f"{keyword[1]}: {reason}", keyword[1])
+        return error.reworded(f"{keyword[1]}: {reason}", keyword[1])
     found = _FEED_FIELD.match(error.field or "")
     if found is None:
         return error
     feed = planned[int(found[1]) - len(outlines)].feeds[int(found[2])]
     where = feed.where
-    return ApiError(error.status, error.code, f"{where} ({feed.url}): {reason}", where)
+    return error.reworded(f"{where} ({feed.url}): {reason}", where)
 
 
 def document(listed: Sequence[Crawler], titles: Mapping[str, str]) -> bytes:

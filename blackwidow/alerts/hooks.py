@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from blackwidow.core.errors import ApiError
+from blackwidow.core.domain_errors import Conflict, Invalid, NotFound
 from blackwidow.models import MAX_INTEGER, Webhook
 from sources.fetch.errors import FetchError
 from sources.fetch.guard import check_url
@@ -15,18 +15,18 @@ MAX_PER_USER = 10  # each event is sent once per webhook: a user's fan-out stays
 
 
 def check_target(url: str, allow_hosts: frozenset[str]) -> None:
-    """422 naming `url` for an address the hub may not POST to, such as a private one."""
+    """Refused, naming `url`, for an address the hub may not POST to, such as a private one."""
     try:
         check_url(url, allow_hosts)
     except FetchError as error:
-        raise ApiError(422, "invalid", f"url: {error}", "url") from None
+        raise Invalid(f"url: {error}", "url") from None
 
 
 def create(session: Session, user_id: int, url: str, secret: str) -> Webhook:
     owned = session.scalar(select(func.count()).where(Webhook.user_id == user_id))
     if (owned or 0) >= MAX_PER_USER:
         message = f"url: a user has at most {MAX_PER_USER} webhooks; delete one first"
-        raise ApiError(409, "conflict", message, "url")
+        raise Conflict(message, "url")
     hook = Webhook(user_id=user_id, url=url, secret=secret)
     session.add(hook)
     session.flush()
@@ -43,5 +43,5 @@ def delete(session: Session, user_id: int, webhook_id: int) -> None:
     """Remove a user's webhook with its deliveries; another user's is reported missing."""
     hook = session.get(Webhook, webhook_id) if webhook_id <= MAX_INTEGER else None
     if hook is None or hook.user_id != user_id:
-        raise ApiError(404, "not_found", f"no webhook {webhook_id}", "id")
+        raise NotFound(f"no webhook {webhook_id}", "id")
     session.delete(hook)

@@ -13,7 +13,8 @@ from blackwidow import crawler_outlines, crawlers, feed_lists, opml
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.crawlers import crawler_out
 from blackwidow.api.schemas import MAX_BATCH, CrawlerBatchOut, CrawlerCreate
-from blackwidow.core.errors import ApiError, ErrorOut, invalid_input
+from blackwidow.core.domain_errors import Invalid
+from blackwidow.core.errors import ApiError, ErrorOut
 from sources.rss.query import MAX_FEEDS
 
 OPML_TYPE = "text/x-opml"
@@ -108,7 +109,7 @@ class CrawlerImport(MethodView):
         try:
             subscriptions = opml.read(request.get_data())
         except opml.OpmlError as error:
-            raise ApiError(422, "invalid", str(error), error.where) from None
+            raise Invalid(str(error), error.where) from None
         for outline in subscriptions.crawlers:
             _check(outline)
         with transaction() as session:
@@ -123,7 +124,7 @@ def _check(outline: opml.CrawlerOutline) -> None:
     names them (`body.outline[0].blackwidow:itemLimit`)."""
     errors = _CREATE.validate(crawler_outlines.entry(outline))
     if errors:
-        raise crawler_outlines.in_file_terms(invalid_input(errors), outline)
+        raise crawler_outlines.in_file_terms(Invalid.from_messages(errors), outline)
 
 
 def _imported_out(imported: feed_lists.Imported) -> dict[str, Any]:

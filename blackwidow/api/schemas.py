@@ -6,7 +6,7 @@ from typing import Any
 
 from marshmallow import INCLUDE, Schema, ValidationError, fields, validate
 
-from blackwidow.core.errors import invalid_input
+from blackwidow.core.domain_errors import Invalid
 from blackwidow.models import MAX_INTEGER
 from sources.model import DEFAULT_PRIORITY, PRIORITIES
 from sources.registry import CREDENTIAL_SCHEMAS, SOURCE_TYPES
@@ -292,9 +292,9 @@ class DeliveryOut(Schema):
 
 
 def validated(schema: Schema, data: Any) -> dict[str, Any]:
-    """`data` loaded by `schema`, or the 422 naming the first bad field: for input that does
+    """`data` loaded by `schema`, or the Invalid naming the first bad field: for input that does
     not come through a REST view's arguments (the dashboard's forms), checked alike."""
     try:
         return schema.load(data)
     except ValidationError as error:
-        raise invalid_input(error.messages) from None
+        raise Invalid.from_messages(error.messages) from None

@@ -17,6 +17,7 @@ from blackwidow import crawlers
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.item_schemas import ItemsOut, PageArgs, WindowArgs
 from blackwidow.api.paging import LINK_HEADER, store_page
+from blackwidow.core.domain_errors import Invalid
 from blackwidow.core.errors import ApiError, ErrorOut
 from blackwidow.core.store import SearchUnsupported
 from blackwidow.core.store.windows import Window, words
@@ -58,7 +59,7 @@ def searched_crawlers(asked: list[int] | None) -> list[int]:
         return visible
     unknown = sorted(set(asked) - set(visible))
     if unknown:
-        raise ApiError(422, "invalid", f"crawler: no crawler {unknown[0]}", "crawler")
+        raise Invalid(f"crawler: no crawler {unknown[0]}", "crawler")
     return sorted(set(asked))
 
 

@@ -1,4 +1,5 @@
-"""One error type crosses HTTP, for hub and node alike: {"error": {code, message, field}}."""
+"""One error type crosses HTTP, for hub and node alike: {"error": {code, message, field}}; the
+domain's refusals (blackwidow.core.domain_errors) are mapped to it here, and only here."""
 
 from __future__ import annotations
 
@@ -11,6 +12,14 @@ from flask_smorest import Api
 from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
 
+from blackwidow.core.domain_errors import (
+    Conflict,
+    DomainError,
+    Forbidden,
+    Invalid,
+    NotFound,
+    first_invalid_field,
+)
 from blackwidow.core.openapi import OperationNames, Security, open_to_all
 
 
@@ -33,13 +42,22 @@ class ApiError(Exception):
         self.field = field
         self.retry_after = retry_after
 
-    def within(self, prefix: str) -> ApiError:
-        """The same error about a part of a larger input: `query.feeds.0` of the fourth entry
-        of a batch becomes `crawlers.3.query.feeds.0`, in the field and in the message."""
-        field = f"{prefix}.{self.field}" if self.field else prefix
-        named = self.field is not None and self.message.startswith(f"{self.field}: ")
-        message = f"{prefix}.{self.message}" if named else f"{prefix}: {self.message}"
-        return ApiError(self.status, self.code, message, field, self.retry_after)
+
+# The one mapping of the domain's refusals to HTTP: each keeps its code, message and field.
+STATUS_OF: dict[type[DomainError], int] = {
+    Invalid: 422,
+    Forbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
+}
+
+
+def as_api_error(error: DomainError | ApiError) -> ApiError:
+    """The HTTP error a refusal is answered with, in a handler or out of one (a dashboard
+    form's message and status); an ApiError is one already."""
+    if isinstance(error, ApiError):
+        return error
+    return ApiError(STATUS_OF[type(error)], error.code, error.message, error.field)
 
 
 def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
@@ -49,24 +67,10 @@ def error_body(code: str, message: str, field: str | None = None) -> dict[str, A
 _REQUEST_LOCATIONS = ("json", "query", "querystring", "form", "headers", "view_args")
 
 
-def first_invalid_field(messages: Any, path: tuple[str, ...] = ()) -> tuple[str | None, str]:
-    """The dotted path and message of the first validation error in a nested error map:
-    `{"query": {"feeds": {0: ["Not a valid URL."]}}}` names the field `query.feeds.0`."""
-    if isinstance(messages, Mapping) and messages:
-        key, value = next(iter(messages.items()))
-        if key == "_schema":
-            return first_invalid_field(value, path)
-        return first_invalid_field(value, (*path, str(key)))
-    if isinstance(messages, list | tuple) and messages:
-        return first_invalid_field(messages[0], path)
-    return (".".join(path) or None), str(messages)
-
-
 def invalid_input(messages: Any, prefix: str | None = None) -> ApiError:
-    """A 422 for a schema's error map; `prefix` places a nested schema (e.g. "query")."""
-    inner, message = first_invalid_field(messages)
-    field = ".".join(part for part in (prefix, inner) if part) or None
-    return ApiError(422, "invalid", f"{field}: {message}" if field else message, field)
+    """A 422 for a schema's error map, for an edge that answers each entry of a batch with
+    its ApiError (the node's); `prefix` places a nested schema (e.g. "query")."""
+    return as_api_error(Invalid.from_messages(messages, prefix))
 
 
 def http_error_response(error: HTTPException) -> ResponseReturnValue:
@@ -86,7 +90,9 @@ def http_error_response(error: HTTPException) -> ResponseReturnValue:
     return jsonify(error_body(code, error.description or error.name or "error")), status
 
 
-def api_error_response(error: ApiError) -> ResponseReturnValue:
+def api_error_response(error: ApiError | DomainError) -> ResponseReturnValue:
+    """The one error shape for an ApiError, or for a domain error by `as_api_error`."""
+    error = as_api_error(error)
     headers = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
     return jsonify(error_body(error.code, error.message, error.field)), error.status, headers
 
@@ -133,4 +139,5 @@ def described_api(
 
 def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(ApiError, api_error_response)
+    app.register_error_handler(DomainError, api_error_response)
     app.register_error_handler(HTTPException, http_error_response)

@@ -12,7 +12,7 @@ import socket
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from blackwidow.core.errors import ApiError
+from blackwidow.core.domain_errors import Invalid
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -39,7 +39,7 @@ def check_registration(url: str, networks: tuple[Network, ...]) -> None:
     try:
         infos = socket.getaddrinfo(host, parts.port or 80, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
-        raise ApiError(422, "invalid", f"cannot resolve node host {host}", "url") from None
+        raise Invalid(f"cannot resolve node host {host}", "url") from None
     reason = refusal(host, [str(info[4][0]) for info in infos], networks)
     if reason is not None:
-        raise ApiError(422, "invalid", reason, "url")
+        raise Invalid(reason, "url")

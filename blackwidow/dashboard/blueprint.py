@@ -12,7 +12,8 @@ from flask_wtf.csrf import CSRFError
 
 from blackwidow import accounts
 from blackwidow.api.context import hub
-from blackwidow.core.errors import ApiError
+from blackwidow.core.domain_errors import DomainError
+from blackwidow.core.errors import ApiError, as_api_error
 from blackwidow.core.store import StoreUnavailable
 from blackwidow.dashboard import display
 from blackwidow.session_cookie import SignInRequired
@@ -77,11 +78,14 @@ def _forged(error: CSRFError) -> ResponseReturnValue:
 
 
 @blp.errorhandler(ApiError)
-def _refused(error: ApiError) -> ResponseReturnValue:
-    """The API's refusals (another user's crawler is a 404, a busy database a 503) as a page."""
-    page = render_template("dashboard/error.html", status=error.status, message=error.message)
-    headers = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
-    return page, error.status, headers
+@blp.errorhandler(DomainError)
+def _refused(error: ApiError | DomainError) -> ResponseReturnValue:
+    """The API's refusals (another user's crawler is a 404, a busy database a 503) as a page,
+    with the status the API answers them with."""
+    refusal = as_api_error(error)
+    page = render_template("dashboard/error.html", status=refusal.status, message=refusal.message)
+    headers = {} if refusal.retry_after is None else {"Retry-After": str(refusal.retry_after)}
+    return page, refusal.status, headers
 
 
 @blp.errorhandler(StoreUnavailable)

@@ -9,7 +9,8 @@ from flask.typing import ResponseReturnValue
 
 from blackwidow import crawlers
 from blackwidow.api.context import caller, transaction
-from blackwidow.core.errors import ApiError
+from blackwidow.core.domain_errors import DomainError
+from blackwidow.core.errors import as_api_error
 from blackwidow.dashboard.blueprint import blp
 from blackwidow.dashboard.forms import crawler_create, form_field
 
@@ -27,15 +28,13 @@ def new_crawler() -> ResponseReturnValue:
         data = crawler_create(request.form)
         with transaction() as session:
             made = crawlers.create(session, caller(), data)
-    except ApiError as error:
-        if error.status >= 500:
-            raise  # a busy database: the error page, with its Retry-After
+    except DomainError as error:  # a busy database is no refusal: the error page, Retry-After
         typed = {name: request.form.get(name, "") for name in FIELDS}
         page = render_template(
             "dashboard/new_crawler.html",
             typed=typed,
             error={"message": error.message, "field": form_field(error.field)},
         )
-        return page, error.status
+        return page, as_api_error(error).status
     flash(f"Crawler {made.id} ({made.name}) created.", "done")
     return redirect(url_for("dashboard.crawler", crawler_id=made.id), 303)

@@ -20,7 +20,7 @@ from blackwidow import crawlers
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.list_args import CrawlerListArgs
 from blackwidow.api.paging import CURSOR_FIELD, next_url, paged
-from blackwidow.core.errors import ApiError
+from blackwidow.core.domain_errors import DomainError, NotFound
 from blackwidow.core.store import StoreUnavailable
 from blackwidow.dashboard import chart
 from blackwidow.dashboard.blueprint import blp, safe_next
@@ -117,9 +117,9 @@ def edit_crawler(crawler_id: int) -> ResponseReturnValue:
         with transaction() as session:
             crawler = crawlers.edit(session, caller(), crawler_id, edits)
             done = f"Crawler {crawler.id} ({crawler.name}): {_described(edits)}."
-    except ApiError as error:
-        if error.status == 404:
-            raise  # another user's crawler: missing, as on the API
+    except NotFound:
+        raise  # another user's crawler: missing, as on the API
+    except DomainError as error:
         flash(f"Crawler {crawler_id} not changed: {error.message}", "error")
         return redirect(back, 303)
     flash(done, "done")

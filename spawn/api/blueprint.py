@@ -13,7 +13,8 @@ from flask import request
 from marshmallow import Schema, ValidationError
 from webargs.flaskparser import FlaskParser
 
-from blackwidow.core.errors import ApiError, ErrorOut, first_invalid_field
+from blackwidow.core.domain_errors import first_invalid_field
+from blackwidow.core.errors import ApiError, ErrorOut
 from blackwidow.core.node_protocol import EPOCH_HEADER, GENERATION_HEADER, Shard
 from blackwidow.core.openapi import CLUSTER_SECRET
 from spawn.node import NodeState

@@ -1,4 +1,5 @@
-"""The one HTTP error shape: first invalid field of a nested error map; HTTPException bodies."""
+"""The one HTTP error shape: first invalid field of a nested error map; HTTPException bodies;
+the one mapping of the domain's errors to HTTP."""
 
 from __future__ import annotations
 
@@ -13,11 +14,16 @@ from werkzeug.exceptions import (
     UnprocessableEntity,
 )
 
+from blackwidow.core import domain_errors as domain
 from blackwidow.core.errors import (
+    STATUS_OF,
     ApiError,
     api_error_response,
+    as_api_error,
     first_invalid_field,
     http_error_response,
+    invalid_input,
+    register_error_handlers,
 )
 
 
@@ -175,6 +181,59 @@ def test_api_error_response_says_when_to_ask_again(retry_after, header):
 def test_an_error_within_a_larger_input_names_the_part(
     field, message, expected_field, expected_message
 ):
-    error = ApiError(422, "invalid", message, field).within("crawlers.3")
+    error = as_api_error(domain.Invalid(message, field).within("crawlers.3"))
     assert (error.status, error.code, error.field) == (422, "invalid", expected_field)
     assert error.message == (expected_message or f"crawlers.3.{message}")
+
+
+# the status each domain error was answered with before the domain had its own errors
+STATUS_BEFORE = [
+    (domain.Invalid, 422, "invalid"),
+    (domain.Forbidden, 403, "forbidden"),
+    (domain.NotFound, 404, "not_found"),
+    (domain.Conflict, 409, "conflict"),
+]
+
+
+def test_every_domain_error_has_a_status():
+    assert set(STATUS_OF) == set(domain.DomainError.__subclasses__())
+    assert {kind for kind, _, _ in STATUS_BEFORE} == set(STATUS_OF)
+
+
+@pytest.mark.parametrize(("kind", "status", "code"), STATUS_BEFORE)
+def test_a_domain_error_maps_to_the_status_and_shape_the_api_answered(kind, status, code):
+    error = as_api_error(kind("name: already taken", "name"))
+    assert (error.status, error.code, error.message, error.field) == (
+        status,
+        code,
+        "name: already taken",
+        "name",
+    )
+    assert error.retry_after is None
+
+
+def test_an_api_error_maps_to_itself():
+    error = ApiError(503, "busy", "the database is busy", retry_after=1)
+    assert as_api_error(error) is error
+
+
+@pytest.mark.parametrize(("kind", "status", "code"), STATUS_BEFORE)
+def test_an_app_answers_a_domain_error_in_the_one_shape(kind, status, code):
+    app = Flask(__name__)
+    register_error_handlers(app)
+
+    @app.route("/refused")
+    def refused():
+        raise kind("no crawler 7", "id")
+
+    response = app.test_client().get("/refused")
+    assert response.status_code == status and "Retry-After" not in response.headers
+    assert response.get_json() == {
+        "error": {"code": code, "message": "no crawler 7", "field": "id"}
+    }
+
+
+def test_invalid_input_is_the_422_of_a_schemas_error_map():
+    error = invalid_input({"feeds": {0: ["Not a valid URL."]}}, "query")
+    assert (error.status, error.code, error.field) == (422, "invalid", "query.feeds.0")
+    assert error.message == "query.feeds.0: Not a valid URL."

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from marshmallow import Schema, ValidationError
 
-from blackwidow.core.errors import first_invalid_field
+from blackwidow.core.domain_errors import first_invalid_field
 from sources.datasift.query import DatasiftCredential, DatasiftQuery, datasift_fetch_target
 from sources.keys import source_key
 from sources.twitter.query import (
