@@ -24,7 +24,7 @@ from spawn.app import create_node_app
 from spawn.load import ProcessLoad
 from spawn.metrics import NodeMetrics
 from spawn.node import NodeState
-from spawn.output.opening import open_delivery
+from spawn.output.opening import open_output
 from spawn.pool.renewals import Renewals
 from spawn.pool.run_counts import NO_LEDGER
 from spawn.pool.source_pool import DataSourcePool
@@ -45,8 +45,8 @@ def run_node(
     2, 4, 5 and 7)."""
     sys.setswitchinterval(SWITCH_INTERVAL)
     metrics = NodeMetrics()
-    delivery = open_delivery(settings, host, port, metrics)
-    sink, ledger = delivery.sink, delivery.ledger
+    output = open_output(settings, host, port, metrics)
+    sink, ledger = output.sink, output.ledger
     credentials = CredentialBook(settings.credentials)
     scheduler = FetchScheduler(
         fetchers=settings.fetchers,
@@ -77,9 +77,9 @@ def run_node(
         renewals=Renewals(time.monotonic),
         ledger=ledger or NO_LEDGER,
         observer=metrics,
-        seen_after=seen_after(settings, delivery.store),
+        seen_after=seen_after(settings, output.store),
     )
-    metrics.watch(pool, delivery.outbox.stats if delivery.outbox is not None else None)
+    metrics.watch(pool, output.outbox.stats if output.outbox is not None else None)
     if ledger is not None:
         left = ledger.left(since=time.time() - REPLAY_WINDOW)
         pool.restore_departed(left)
@@ -122,7 +122,7 @@ def run_node(
         workers.start()
     for thread in threads:
         thread.start()
-    delivery.start()
+    output.start()
 
     def _shutdown() -> None:
         stop.set()
@@ -130,7 +130,7 @@ def run_node(
         scheduler.stop()
         if workers is not None:
             workers.close()
-        delivery.close()
+        output.close()
 
     serving.run(server, url, on_stop=_shutdown)
 

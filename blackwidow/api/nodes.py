@@ -8,7 +8,7 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from blackwidow import cluster
+from blackwidow import node_records
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.list_args import PageArgs
 from blackwidow.api.paging import LINK_HEADER, next_link, paged
@@ -28,7 +28,7 @@ class Nodes(MethodView):
         """Every node in id order, a page at a time."""
         with transaction() as session:
             require_admin(caller())
-            read = partial(cluster.report, session, hub().settings.monitor_shards)
+            read = partial(node_records.report, session, hub().settings.monitor_shards)
             nodes, cursor = paged("nodes", args, read, lambda node: node["id"])
             return nodes, next_link(cursor)
 
@@ -38,7 +38,7 @@ class Nodes(MethodView):
         """Register a node at its URL (the cluster secret): its id and generation."""
         node_networks.check_registration(data["url"], hub().settings.node_networks)
         with transaction() as session:
-            return cluster.register(session, data["url"], data["capacity"], hub().alerts)
+            return node_records.register(session, data["url"], data["capacity"], hub().alerts)
 
 
 @blp.route("/count")
@@ -49,4 +49,4 @@ class NodeCountView(MethodView):
         settings = hub().settings
         with transaction() as session:
             weighted = settings.routing == "weighted"
-            return cluster.count(session, weighted, settings.capacity_headroom)
+            return node_records.count(session, weighted, settings.capacity_headroom)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from flask import render_template
 from flask.typing import ResponseReturnValue
 
-from blackwidow import cluster, health
+from blackwidow import health, node_records
 from blackwidow.alerts import history
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.dashboard.blueprint import blp
@@ -27,8 +27,10 @@ def cluster_page() -> ResponseReturnValue:
     who, settings = caller(), hub().settings
     with transaction() as session:
         detail = health.detail(session, hub().store, utcnow(), settings.monitor_shards, hub().queue)
-        nodes = cluster.report(session, settings.monitor_shards) if who.is_admin else None
-        count = cluster.count(session, settings.routing == "weighted", settings.capacity_headroom)
+        nodes = node_records.report(session, settings.monitor_shards) if who.is_admin else None
+        count = node_records.count(
+            session, settings.routing == "weighted", settings.capacity_headroom
+        )
         alerts = history.events(session, None if who.is_admin else who.user_id, SHOWN_ALERTS)
     return render_template(
         "dashboard/cluster.html",

@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow.core.node_protocol import Shard
-from blackwidow.metrics import figures
+from blackwidow.metrics import monitor_figures
 from blackwidow.models import Crawler, MonitorLock, Node, User, utcnow
 from blackwidow.monitor.leader import lock_name
 from blackwidow.monitor.states import CRAWLER_STATES
@@ -56,7 +56,7 @@ class ClusterCollector(Collector):
         yield _counted("blackwidow_crawlers", "Crawlers by state", CRAWLER_STATES, crawlers)
         yield _poll_ages(nodes, now)
         yield from _budgets(budgets)
-        yield from figures.families([s for s in saved if s], [node.id for node in nodes])
+        yield from monitor_figures.families([s for s in saved if s], [node.id for node in nodes])
 
 
 def _by_state(name: str, documentation: str, states: tuple[str, ...], rows: list) -> Metric:

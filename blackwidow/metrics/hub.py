@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from blackwidow.core.metrics.exposition import MetricsAccess, serve_metrics
 from blackwidow.core.metrics.process import describe_process
 from blackwidow.core.settings import Settings
-from blackwidow.metrics.cluster import ClusterCollector
+from blackwidow.metrics.cluster_figures import ClusterCollector
 from blackwidow.metrics.http import measure_requests
 
 

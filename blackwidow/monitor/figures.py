@@ -5,7 +5,7 @@ The leader keeps them in memory (both its threads add to them, under a lock held
 addition) and writes them with every cycle to its lock's row in SQL, so any hub process,
 whichever gunicorn worker a scrape reaches, serves the same figures, and a new leader counts
 on from where its predecessor's last cycle left them. The hub's /metrics shows them
-(blackwidow.metrics.figures); the monitor knows nothing of Prometheus.
+(blackwidow.metrics.monitor_figures); the monitor knows nothing of Prometheus.
 """
 
 from __future__ import annotations

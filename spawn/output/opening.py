@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class Delivery:
+class Output:
     store: Store
     outbox: QueueOutbox | None  # None: no queue configured
     sink: NodeSink
@@ -42,7 +42,7 @@ class Delivery:
             self.ledger.close()
 
 
-def open_delivery(settings: Settings, host: str, port: int, metrics: NodeMetrics) -> Delivery:
+def open_output(settings: Settings, host: str, port: int, metrics: NodeMetrics) -> Output:
     """The output path of the node serving at host:port, with what a predecessor's outbox
     held already handed on (or left for the first store write when the store is down)."""
     store = open_store(settings.store_url)
@@ -55,7 +55,7 @@ def open_delivery(settings: Settings, host: str, port: int, metrics: NodeMetrics
     ledger = None
     if port:
         ledger = SqliteLedger(ledger_path(settings.outbox_dir, host, port, os.getpid()))
-    return Delivery(store, outbox, sink, ledger)
+    return Output(store, outbox, sink, ledger)
 
 
 def _open_outbox(settings: Settings, host: str, port: int) -> QueueOutbox | None:

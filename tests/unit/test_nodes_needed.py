@@ -2,7 +2,7 @@
 
 import pytest
 
-from blackwidow.cluster import nodes_needed
+from blackwidow.node_records import nodes_needed
 
 
 @pytest.mark.parametrize(

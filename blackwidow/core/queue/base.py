@@ -1,6 +1,6 @@
 """The ItemQueue protocol: where a node announces the items it newly stored.
 
-Delivery is at least once: a push retried after a lost reply may add an entry twice, so
+A queue delivers at least once: a push retried after a lost reply may add an entry twice, so
 consumers dedupe on (crawler_id, id).
 """
 

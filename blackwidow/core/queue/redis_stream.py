@@ -1,8 +1,8 @@
 """Redis Streams queue: one capped stream per crawler, `blackwidow:items:<crawler_id>`.
 
 Consumers read it with consumer groups (XREADGROUP) and decode entries with
-`blackwidow.core.queue.entries.item_from_entry`. Delivery is at least once, so they dedupe on
-(crawler_id, id).
+`blackwidow.core.queue.entries.item_from_entry`. An entry may arrive twice (at least once),
+so they dedupe on (crawler_id, id).
 """
 
 from __future__ import annotations
