@@ -3,7 +3,7 @@ what each node answered. A moved crawler never runs on two nodes past the pass.
 
 An answer is either an acknowledgement (the node's status for the crawler), a rejection (the
 node's reason), or none: a push or removal that got no answer is `unsure`, since its node may
-run the crawler under its old lease or the one sent (monitor.leases.hold_unanswered).
+run the crawler under its old lease or the one sent (monitor.quota_grants.hold_unanswered).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from blackwidow.monitor.figures import MonitorFigures
+from blackwidow.monitor.placement_rules import push_waits
 from blackwidow.monitor.poller import in_parallel
 from blackwidow.monitor.reload import Plan
 from blackwidow.node_client import NodeClient, NodeRejected, NodeTarget, NodeUnreachable
@@ -37,8 +38,7 @@ def execute(
     budgeted: Callable[[int], bool],
 ) -> Outcome:
     """Send the plan's removals, then (while still leading) its pushes, each node's in one
-    batch and the nodes in parallel. A budgeted crawler whose removal got no answer is not
-    pushed anywhere this pass: it may still run where it was, under a lease not yet lapsed."""
+    batch and the nodes in parallel, but none that placement_rules.push_waits holds back."""
     outcome = Outcome()
 
     def remove(target: NodeTarget) -> None:
@@ -54,7 +54,7 @@ def execute(
                 outcome.unsure.update(ids)
 
     def held(crawler_id: int) -> bool:
-        return crawler_id in outcome.unsure and budgeted(crawler_id)
+        return push_waits(crawler_id in outcome.unsure, budgeted(crawler_id))
 
     def push(target: NodeTarget) -> None:
         specs = [spec for spec in plan.pushes[target.id] if not held(spec.crawler_id)]

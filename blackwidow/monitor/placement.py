@@ -1,5 +1,6 @@
 """Where routing placed a shard's runnable crawlers, with each node's distinct source keys
-counted as placements change. Decides nothing.
+counted as placements change, and why those on no node wait. Decides nothing: it keeps what
+blackwidow.monitor.placement_rules decides.
 
 The counts are what weighted routing needs at no per-cycle cost: which node a key's crawlers
 are on already (a new crawler of that key joins them there, however full it is) and how many
@@ -10,12 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
+from blackwidow.monitor.placement_rules import Wait, looks_again
+
 
 class Placement:
     def __init__(self) -> None:
         self._node: dict[int, tuple[int, str]] = {}  # crawler -> (node, its source key)
         self._by_key: dict[str, dict[int, int]] = {}  # key -> node -> its crawlers there
         self._keys: dict[int, int] = {}  # node -> distinct keys placed on it
+        # crawler on no node -> why: never dropped, it is looked at again (waiting_again)
+        self._waiting: dict[int, Wait] = {}
 
     def __contains__(self, crawler_id: object) -> bool:
         return crawler_id in self._node
@@ -36,6 +41,7 @@ class Placement:
 
     def put(self, crawler_id: int, key: str, node_id: int) -> None:
         self.pop(crawler_id)
+        self._waiting.pop(crawler_id, None)
         self._node[crawler_id] = (node_id, key)
         nodes = self._by_key.setdefault(key, {})
         if node_id not in nodes:
@@ -59,9 +65,27 @@ class Placement:
             del self._keys[node_id]
 
     def clear(self) -> None:
+        """Forget every placement (every crawler is routed afresh); the waiting stay."""
         self._node.clear()
         self._by_key.clear()
         self._keys.clear()
+
+    def set_aside(self, crawler_id: int, wait: Wait | None) -> None:
+        """Place a crawler on no node: remembered with why while it waits, forgotten (None)
+        when it is not to run at all."""
+        self.pop(crawler_id)
+        if wait is None:
+            self._waiting.pop(crawler_id, None)
+        else:
+            self._waiting[crawler_id] = wait
+
+    def waiting_again(self, takes: bool) -> set[int]:
+        """The waiting crawlers placement_rules.looks_again names, waiting no more here: the
+        pass looks at them again (`takes`: some node can take one)."""
+        again = {c for c, wait in self._waiting.items() if looks_again(wait, takes)}
+        for crawler_id in again:
+            del self._waiting[crawler_id]
+        return again
 
     def node_of_key(self, key: str) -> int | None:
         """A node the key's crawlers are placed on (the lowest id, in the moment a key moves)."""

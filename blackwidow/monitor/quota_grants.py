@@ -89,11 +89,11 @@ def release(crawler: Tracked) -> None:
     crawler.lease = crawler.items_collected
 
 
-def held_by_lost_node(crawler: Tracked, budgets: Mapping[int, ShardBudget], now: float) -> bool:
+def held_by_lost_node(crawler: Tracked, limited_users: Collection[int], now: float) -> bool:
     """A lost node may still store under this crawler's lease, so it runs nowhere else yet
-    (the reconciler looks at it again every pass: it is placed once that ends)."""
+    (placement_rules.whether: it waits, looked at every pass, until that ends)."""
     until = crawler.lost_until
-    return until is not None and now < until and bounded(crawler, budgets)
+    return until is not None and now < until and bounded(crawler, limited_users)
 
 
 def hold_unseen(memory: ShardMemory, now: float) -> None:

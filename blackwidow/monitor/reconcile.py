@@ -5,8 +5,9 @@ changed, not what exists.
 It looks only at `dirty` crawlers: changed by an analyst, reported differently by a node,
 on a node that came or went, holding a lease that moves, or not yet where they should be.
 A crawler leaves the dirty set once it runs where routing wants it with the wanted spec, or
-runs nowhere when it should not run. The decisions are the pure modules' (routing, quota,
-states); SQL is read and written in bulk, and never while the memory's lock is held.
+runs nowhere when it should not run. The decisions are the pure modules' (placement_rules:
+whether and where; routing, quota, states); SQL is read and written in bulk, and never while
+the memory's lock is held.
 """
 
 from __future__ import annotations
@@ -29,10 +30,21 @@ from blackwidow.monitor.figures import MonitorFigures
 from blackwidow.monitor.memory.crawlers import Tracked, elsewhere, save_assignments, write
 from blackwidow.monitor.memory.shard import ShardMemory
 from blackwidow.monitor.placement import Placement
+from blackwidow.monitor.placement_rules import (
+    Decision,
+    Off,
+    PassFacts,
+    Place,
+    Route,
+    Wait,
+    some_node_takes,
+    where,
+    whether,
+)
 from blackwidow.monitor.quota import ShardBudget
 from blackwidow.monitor.reload import Plan, plan_reload
 from blackwidow.monitor.routing import Router
-from blackwidow.monitor.states import runnable, state_of
+from blackwidow.monitor.states import state_of
 from blackwidow.monitor.turns import Turns, in_parts, record_in_turns
 from blackwidow.node_client import NodeClient, NodeTarget
 
@@ -72,13 +84,8 @@ class Reconciler:
         self._shard = shard
         self._leading = leading  # False once the lock is lost: nothing more is pushed
         self._fence = fence  # raises unless the lock is still ours: last in each transaction
-        self._placement = Placement()  # runnable crawler -> the node routing chose
-        # runnable, but no node took it (none live, or none with room): never dropped, it is
-        # routed again at every pass that has a node able to take it
-        self._waiting: set[int] = set()
-        # bounded crawlers waiting out a lost node's leases (leases.held_by_lost_node): looked
-        # at again every pass, and placed once the lost node can no longer store
-        self._held: set[int] = set()
+        # runnable crawler -> the node routing chose; on no node -> why it waits
+        self._placement = Placement()
         self._intake = Intake(memory, shard)
         self._budget: dict[int, ShardBudget] = {}  # this pass: user id -> its budget here
         self._first_take = True
@@ -188,8 +195,6 @@ class Reconciler:
             # crawler of a user with a budget (only those users cost more than their changes)
             for user_id in budgets:
                 dirty.update(self._intake.by_user.get(user_id, ()))
-            dirty |= self._held
-            self._held = set()
             self._route(memory.live, dirty)
             lease_of, grants = self._lease(dirty)
             self._build_specs(dirty, lease_of)
@@ -197,74 +202,55 @@ class Reconciler:
             return self._diff(dirty), grants
 
     def _route(self, live: tuple[int, ...], dirty: set[int]) -> None:
-        """Place runnable dirty crawlers, the waiting ones whenever a node can take them, and
-        every crawler when the node set changed."""
-        crawlers = self._memory.crawlers
+        """Place the dirty crawlers as placement_rules decides, with the waiting ones it looks
+        at again, and every crawler when the node set changed. Weighted routing learns each
+        node's room first (Placement.room, a step per node)."""
+        crawlers, strategy = self._memory.crawlers, self._router.strategy
         capacity = {n: self._memory.capacity.get(n, 1) for n in live}
-        self._offer_waiting(live, capacity, dirty)
+        if strategy == "weighted":
+            self._router.room = self._placement.room(capacity, self._memory.data_sources)
+        dirty |= self._placement.waiting_again(some_node_takes(strategy, live, self._router.room))
         if not self._router.routes_over(live, capacity):
             moved = self._router.rebuild(live, dict(self._placement.items()), capacity)
             self._figures.count("hard_reloads")
-            self._place(moved)
+            for crawler_id, node_id in moved.items():
+                self._apply(crawler_id, where(node_id))
             dirty |= set(moved)
             if not live:
-                dirty |= set(self._placement)
-                self._placement.clear()
+                dirty |= set(self._placement)  # none stays where it is (whether)
         exhausted = quota_grants.exhausted_users(self._budget, self._owned_of(dirty))
+        known = PassFacts(bool(live), self._budget, exhausted, self._clock(), self._now_at)
         unplaced = []
-        now = self._clock()
         for crawler_id in dirty:
-            crawler = crawlers.get(crawler_id)
-            held = crawler is not None and quota_grants.held_by_lost_node(
-                crawler, self._budget, now
-            )
-            if held:
-                self._held.add(crawler_id)
-            wanted = (
-                crawler is not None
-                and runnable(facts(crawler, crawler.user_id in exhausted, False, self._now_at))
-                and not held
-            )
-            if not wanted:
-                self._placement.pop(crawler_id)
-                self._waiting.discard(crawler_id)
-            elif not live:
-                self._placement.pop(crawler_id)
-                self._waiting.add(crawler_id)
-            elif crawler_id not in self._placement:
+            decision = whether(crawlers.get(crawler_id), self._placement.get(crawler_id), known)
+            if isinstance(decision, Route):
                 unplaced.append(crawler_id)
-        if unplaced:
-            keys = [crawlers[c].uuid for c in unplaced]
-            on = {}
-            if self._router.strategy == "weighted":  # only it may route a key off its node
-                pairs = [(c, crawlers[c].uuid) for c in unplaced]
-                on = self._placement.running_on(pairs, self._memory.reported.places, set(live))
-            self._place(dict(zip(unplaced, self._router.route_many(keys, on), strict=True)))
-
-    def _offer_waiting(
-        self, live: tuple[int, ...], capacity: dict[int, int], dirty: set[int]
-    ) -> None:
-        """The waiting crawlers are looked at again while some live node can take one: any
-        live node, or under weighted routing one with room (Placement.room, a step per node)."""
-        if self._router.strategy == "weighted":
-            self._router.room = self._placement.room(capacity, self._memory.data_sources)
-            takes = any(room > 0 for room in self._router.room.values())
-        else:
-            takes = bool(live)
-        if self._waiting and takes:
-            dirty |= self._waiting
-            self._waiting = set()
-
-    def _place(self, routed: dict[int, int | None]) -> None:
-        """Record routing's choices; a crawler no node has room for waits (weighted only)."""
-        crawlers = self._memory.crawlers
-        for crawler_id, node_id in routed.items():
-            if node_id is None:
-                self._placement.pop(crawler_id)
-                self._waiting.add(crawler_id)
             else:
-                self._placement.put(crawler_id, crawlers[crawler_id].uuid, node_id)
-                self._waiting.discard(crawler_id)
+                self._apply(crawler_id, decision)
+        if unplaced:
+            self._route_unplaced(unplaced, live)
+
+    def _route_unplaced(self, unplaced: list[int], live: tuple[int, ...]) -> None:
+        """Routing's choice for the runnable crawlers placed nowhere, in one call."""
+        crawlers = self._memory.crawlers
+        keys = [crawlers[c].uuid for c in unplaced]
+        on = {}
+        if self._router.strategy == "weighted":  # only it may route a key off its node
+            pairs = [(c, crawlers[c].uuid) for c in unplaced]
+            on = self._placement.running_on(pairs, self._memory.reported.places, set(live))
+        chosen = self._router.route_many(keys, on)
+        for crawler_id, node_id in zip(unplaced, chosen, strict=True):
+            self._apply(crawler_id, where(node_id))
+
+    def _apply(self, crawler_id: int, decision: Decision) -> None:
+        """Carry one decision out on the placement (a crawler staying where it is, as is)."""
+        match decision:
+            case Place(node_id) if self._placement.get(crawler_id) != node_id:
+                self._placement.put(crawler_id, self._memory.crawlers[crawler_id].uuid, node_id)
+            case Wait():
+                self._placement.set_aside(crawler_id, decision)
+            case Off():
+                self._placement.set_aside(crawler_id, None)
 
     def _budgeted(self, crawler_id: int) -> bool:
         crawler = self._memory.crawlers.get(crawler_id)
