@@ -59,7 +59,7 @@ def hub(host: str, port: int, database_url: str | None) -> None:
     app = create_app(settings)
     hub = app.extensions["blackwidow"]
     monitor = MonitorLoop(hub.sessions, settings, hub.alerts)
-    deliveries = delivery_thread(hub.sessions, settings)
+    deliveries = delivery_thread(hub.sessions, settings, hub.alerts)
     server, url = serving.bind(app, host, port)
     monitor.start()
     deliveries.start()

@@ -1,25 +1,63 @@
 """Readiness: whether the hub can serve its API now. Its database answers, its schema is at
 the migrations' head (`blackwidow db upgrade` has run), and its item store answers. Liveness
 (/healthz) asks none of this: a process that is up but not ready must not be restarted for it,
-only kept out of a load balancer's rotation."""
+only kept out of a load balancer's rotation.
+
+The database's outages are told here too, once per process (`database_outage`): whichever of
+its parts finds the database gone first says so, and the first connection the pool gets
+again says it is back.
+"""
 
 from __future__ import annotations
 
 import functools
 import logging
 import threading
+import weakref
 
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import Engine, event
+from sqlalchemy.exc import DisconnectionError, InvalidatePoolError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import db
+from blackwidow.core.outages import Outage
 from blackwidow.core.store import Store
 
 log = logging.getLogger(__name__)
 
 SCHEMA_CHECK_INTERVAL = 5.0  # seconds between looks while a background thread waits
+
+# one per engine: every part of a process shares its engine, so they share its outage
+_outages: weakref.WeakKeyDictionary[Engine, Outage] = weakref.WeakKeyDictionary()
+_outages_lock = threading.Lock()
+
+
+def database_outage(sessions: sessionmaker[Session]) -> Outage:
+    """The outage of the database these sessions use, shared by every part of the process
+    that uses it: each says when it found it gone (`failed`), and the pool's next good
+    connection (checked by its pre-ping) says it is back."""
+    engine = sessions.kw["bind"]
+    with _outages_lock:
+        outage = _outages.get(engine)
+        if outage is None:
+            outage = _outages[engine] = Outage(log, "database")
+            event.listen(engine, "checkout", lambda *_connection: outage.answered())
+        return outage
+
+
+def is_outage(error: BaseException) -> bool:
+    """True when the error, or one it was raised from, says the database did not answer (an
+    expected outage: one line, no traceback), rather than a bug."""
+    seen: BaseException | None = error
+    for _ in range(10):  # a chain is short; a cycle in it must not hang a thread
+        if seen is None:
+            return False
+        if db.is_unreachable(seen) or isinstance(seen, (DisconnectionError, InvalidatePoolError)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 @functools.cache
@@ -51,6 +89,8 @@ def database_problem(sessions: sessionmaker[Session]) -> str | None:
         with sessions() as session:
             behind = schema_behind(session)
     except SQLAlchemyError as error:
+        if is_outage(error):
+            database_outage(sessions).failed(error)
         kind = type(getattr(error, "orig", None) or error).__name__
         return f"database: does not answer ({kind})"
     return f"schema: {behind}" if behind else None

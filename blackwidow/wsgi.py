@@ -26,7 +26,7 @@ def hub_app(monitor: bool = True) -> Flask:
     hub = app.extensions["blackwidow"]
     if monitor:
         MonitorLoop(hub.sessions, settings, hub.alerts).start()
-    delivery_thread(hub.sessions, settings).start()
+    delivery_thread(hub.sessions, settings, hub.alerts).start()
     return app
 
 

@@ -4,6 +4,11 @@ claimed (its attempt counted, its next attempt pushed past the send) before it i
 hub that dies mid-send sends it again later, and several hub processes never send one row
 at once. Runs on its own thread; the monitor only writes rows.
 
+The thread touches the database only while it knows rows wait: it looks once when it starts
+(rows a stopped process left), and then only when its process's outbox wrote rows, until none
+is pending; between retries it sleeps until the next one is due. With no webhook configured
+no row is ever written, so it never asks. A database outage is one line (blackwidow.readiness).
+
 Time is passed in (`deliver_due(now)`), so tests step through a backoff without sleeping.
 """
 
@@ -15,10 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import readiness
+from blackwidow.alerts.outbox import AlertOutbox
 from blackwidow.alerts.sender import SendFailed, WebhookSender
 from blackwidow.core.settings import Settings
 from blackwidow.models import Webhook, WebhookDelivery, utcnow
@@ -29,7 +35,8 @@ log = logging.getLogger(__name__)
 BATCH = 50  # rows claimed per round
 CLAIM_FOR = 60.0  # seconds a claimed row waits before another round may take it again
 KEEP = 100  # finished deliveries kept per webhook, newest first
-IDLE_INTERVAL = 1.0  # seconds between looks at the outbox when nothing was due
+RETRY_ROUND = Backoff(first=1.0, cap=15.0)  # seconds before a round that failed runs again
+MAX_SLEEP = 600.0  # seconds at most before a pending row is looked at again (REDELIVERY's cap)
 REDELIVERY = Backoff(first=2.0, cap=600.0)  # seconds before attempt n+1 after n failed ones
 ATTEMPTS = 12  # retries over about 37 minutes in all
 
@@ -72,6 +79,15 @@ class Deliverer:
             for webhook_id in {row.webhook_id for row in claimed}:
                 _keep_newest(session, webhook_id)
         return len(claimed)
+
+    def next_due(self) -> datetime | None:
+        """When the next pending row is due; None when no row is pending."""
+        with self._sessions() as session:
+            return session.scalar(
+                select(func.min(WebhookDelivery.next_attempt_at)).where(
+                    WebhookDelivery.status == "pending"
+                )
+            )
 
     def _claim(self, now: datetime) -> list[Claimed]:
         with self._sessions.begin() as session:
@@ -174,34 +190,70 @@ def _keep_newest(session: Session, webhook_id: int | None) -> None:
 
 
 class DeliveryThread(threading.Thread):
-    """Runs the deliverer in a hub process until stopped; a failed round is logged, not fatal."""
+    """Runs the deliverer in a hub process until stopped, while rows wait (`wake`); a failed
+    round is retried with backoff, an outage of the database said once, a bug with its
+    traceback."""
 
     def __init__(self, deliverer: Deliverer, sessions: sessionmaker[Session]) -> None:
         super().__init__(name="webhook-delivery", daemon=True)
         self._deliverer = deliverer
         self._sessions = sessions
+        self._database = readiness.database_outage(sessions)
         self._stopping = threading.Event()
+        self._woken = threading.Event()
+
+    def wake(self) -> None:
+        """Rows were written: deliver them (from any thread)."""
+        self._woken.set()
 
     def run(self) -> None:
         readiness.await_schema(self._sessions, self._stopping)
+        self._woken.set()  # one look at start: rows an earlier process left
         while not self._stopping.is_set():
-            sent = 0
+            self._woken.wait()
+            self._woken.clear()
+            self._deliver_pending()
+
+    def _deliver_pending(self) -> None:
+        """Rounds until no row is pending (or a wake or stop comes while waiting for one)."""
+        failures = 0
+        while not self._stopping.is_set():
             try:
-                sent = self._deliverer.deliver_due(utcnow())
-            except Exception:  # a database hiccup: the rows wait for the next round
-                log.exception("webhook delivery round failed")
-            if not sent:
-                self._stopping.wait(IDLE_INTERVAL)
+                if self._deliverer.deliver_due(utcnow()):
+                    failures = 0
+                    continue
+                due_at = self._deliverer.next_due()
+            except Exception as error:  # the rows wait for the next round
+                failures += 1
+                self._failed(error)
+                due_at = utcnow() + timedelta(seconds=RETRY_ROUND.delay(failures))
+            if due_at is None:
+                return
+            wait = min(MAX_SLEEP, max(0.0, (due_at - utcnow()).total_seconds()))
+            if self._woken.wait(wait):
+                self._woken.clear()
+
+    def _failed(self, error: Exception) -> None:
+        if readiness.is_outage(error):
+            self._database.failed(error)
+        else:
+            log.exception("webhook delivery round failed")
 
     def stop(self) -> None:
         self._stopping.set()
+        self._woken.set()
         self.join(timeout=15)
 
 
-def delivery_thread(sessions: sessionmaker[Session], settings: Settings) -> DeliveryThread:
-    """The worker a hub process runs: users' webhooks, and the cluster's when configured."""
+def delivery_thread(
+    sessions: sessionmaker[Session], settings: Settings, outbox: AlertOutbox
+) -> DeliveryThread:
+    """The worker a hub process runs, woken by the process's `outbox`: users' webhooks, and
+    the cluster's when configured."""
     hook = None
     if settings.webhook_url is not None and settings.webhook_secret is not None:
         hook = (settings.webhook_url, settings.webhook_secret)
     sender = WebhookSender(settings.fetch_allow)
-    return DeliveryThread(Deliverer(sessions, sender.send, hook), sessions)
+    thread = DeliveryThread(Deliverer(sessions, sender.send, hook), sessions)
+    outbox.listen(thread.wake)
+    return thread

@@ -3,15 +3,18 @@ and becomes one delivery row per webhook that should get it, written in the call
 transaction, so an event is kept exactly when what it reports is.
 
 Nothing is sent here; the delivery worker (blackwidow.alerts.delivery) sends the rows later,
-so emitting never waits on a receiver. Rows survive a hub restart.
+so emitting never waits on a receiver. Rows survive a hub restart. The workers of this process
+that `listen` are woken once a transaction that wrote rows commits: with no rows, none of
+them looks at the outbox at all.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from sqlalchemy import delete, insert, select
+from sqlalchemy import event as sql_events
 from sqlalchemy.orm import Session
 
 from blackwidow.alerts.events import Event
@@ -27,6 +30,15 @@ class AlertOutbox:
 
     def __init__(self, cluster_hook: bool) -> None:
         self._cluster_hook = cluster_hook
+        self._listeners: list[Callable[[], None]] = []
+
+    def listen(self, wake: Callable[[], None]) -> None:
+        """Call `wake` after each commit that wrote delivery rows."""
+        self._listeners.append(wake)
+
+    def _written(self, _session: Session) -> None:
+        for wake in self._listeners:
+            wake()
 
     def emit(self, session: Session, events: Iterable[Event]) -> None:
         events = list(events)
@@ -57,6 +69,8 @@ class AlertOutbox:
         _keep_newest_events(session)
         if rows:
             session.execute(insert(WebhookDelivery), rows)
+            if self._listeners:  # after the commit: woken earlier, a worker would see no rows
+                sql_events.listen(session, "after_commit", self._written, once=True)
 
 
 def _event_row(event: Event) -> dict[str, object]:

@@ -1,6 +1,7 @@
 """Contention the database cannot resolve in time: the request runs again, briefly, and then
 gets a 503 with Retry-After, never a 500. A database that does not answer at all gets the
-same 503 at once, after the engine's bounded waits (blackwidow.db.make_engine).
+same 503 at once, after the engine's bounded waits (blackwidow.db.make_engine), and its
+outage is one log line for the process (blackwidow.readiness.database_outage).
 
 Running a view again is safe: its writes are one transaction, which the database rolled back
 whole when it refused it (blackwidow.db.is_contention), and nothing a view does before it
@@ -19,6 +20,7 @@ from typing import Any
 from flask import Flask, request
 from sqlalchemy.exc import DBAPIError, TimeoutError
 
+from blackwidow import readiness
 from blackwidow.api.context import hub
 from blackwidow.core.errors import ApiError
 from blackwidow.db import is_contention, is_unreachable
@@ -65,8 +67,7 @@ def _busy(waited: float) -> ApiError:
 
 
 def _unreachable(error: BaseException) -> ApiError:
-    kind = type(getattr(error, "orig", None) or error).__name__
-    log.warning("database unreachable, answered 503 endpoint=%s error=%s", request.endpoint, kind)
+    readiness.database_outage(hub().sessions).failed(error)  # one line per outage, not a request
     message = "the database does not answer: try again shortly"
     return ApiError(503, "database_unavailable", message, retry_after=RETRY_AFTER)
 

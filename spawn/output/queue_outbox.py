@@ -4,21 +4,25 @@ A stored item must never lose its queue entry, silently or by a crash, so nothin
 items: every entry is written to the node's spool file before the store is asked, kept until
 Redis acknowledged it (XADD returned), and a failed push is counted and retried with backoff,
 in order. `has_room` is the node's backpressure signal: while it is False the node stops
-taking items from its sources.
+taking items from its sources. A queue outage is one line, and one when it takes entries again.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 from typing import Any
 
+from blackwidow.core.outages import Outage
 from blackwidow.core.queue.base import ItemQueue, QueueError, require_crawler_ids
 from sources.backoff import Backoff
 from sources.model import Item
 from spawn.output.spool import Spool, SpooledEntry
+
+log = logging.getLogger(__name__)
 
 BATCH = 500  # waiting entries sent per round trip while catching up
 PUSH_RETRY = Backoff(first=0.2, cap=10.0)  # seconds between pushes to a queue that fails
@@ -55,6 +59,7 @@ class QueueOutbox:
         self._pushed = 0
         self._failed_pushes = 0
         self._last_error: str | None = None
+        self._outage = Outage(log, "queue")
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -188,6 +193,7 @@ class QueueOutbox:
         try:
             self._queue.push([entry.item for entry in batch])
         except QueueError as error:
+            self._outage.failed(error)
             with self._lock:
                 self._pushing = False
                 self._failures_in_a_row += 1
@@ -197,6 +203,7 @@ class QueueOutbox:
                     self._waiting += len(batch)
             self._wake.set()
             return False
+        self._outage.answered()
         self._spool.remove([entry.seq for entry in batch])  # Redis has them: XADD returned
         with self._lock:
             self._pushing = False

@@ -2,15 +2,19 @@
 
 Subscribers see one `add`; this is where a store or queue outage becomes an error they hold
 items for (and, once their buffer is full, backpressure on the data sources). The writes of
-subscribers delivering at once reach the store together (spawn.output.group_commit).
+subscribers delivering at once reach the store together (spawn.output.group_commit). A store
+outage is one line for the node however many subscribers retry through it, and one when it
+answers again.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
+from blackwidow.core.outages import Outage
 from blackwidow.core.store import Store, StoreUnavailable, Write
 from sources.model import Item
 from spawn.metrics import NodeMetrics
@@ -18,6 +22,8 @@ from spawn.output.group_commit import GroupCommit
 from spawn.output.queue_outbox import QueueOutbox
 
 _T = TypeVar("_T")
+
+log = logging.getLogger(__name__)
 
 
 class QueueBacklogFull(Exception):
@@ -33,6 +39,7 @@ class NodeSink:
         self._outbox = outbox
         self._metrics = metrics
         self._store_error: str | None = None
+        self._outage = Outage(log, "store")
 
     def add(
         self,
@@ -96,8 +103,10 @@ class NodeSink:
             result = call()
         except StoreUnavailable as error:
             self._store_error = str(error)
+            self._outage.failed(error)
             raise
         self._store_error = None
+        self._outage.answered()
         return result
 
     def health(self) -> dict[str, Any]:

@@ -281,8 +281,8 @@ class Subscriber:
             self._changed()
 
     def _failed(self, error: Exception) -> None:
-        if not self._failing:
-            log.warning("store write failed crawler=%s error=%s", self.spec.crawler_id, error)
+        if not self._failing:  # the node's one line for the outage is its sink's
+            log.debug("store write failed crawler=%s error=%s", self.spec.crawler_id, error)
         self._failing = True
         self._failures += 1
         self._retry_at = self._clock() + STORE_RETRY.delay(self._failures)
@@ -293,7 +293,7 @@ class Subscriber:
 
     def _recovered(self) -> None:
         if self._failing:
-            log.info("store writes resumed crawler=%s", self.spec.crawler_id)
+            log.debug("store writes resumed crawler=%s", self.spec.crawler_id)
         self._failing = False
         self._failures = 0
         self.last_error = None

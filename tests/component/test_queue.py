@@ -250,7 +250,8 @@ def test_the_outbox_pushes_at_once_while_all_is_well(queue, spool, client, new_c
     assert streamed(client, crawler_id) == items
 
 
-def test_the_outbox_rides_out_an_outage_in_order(spare_redis, spool):
+def test_the_outbox_rides_out_an_outage_in_order(spare_redis, spool, caplog):
+    caplog.set_level("INFO", logger="spawn.output.queue_outbox")
     spare_redis.up()
     queue = RedisStreamQueue(spare_redis.url, maxlen=1000)
     outbox = QueueOutbox(queue, spool, capacity=20)
@@ -283,6 +284,8 @@ def test_the_outbox_rides_out_an_outage_in_order(spare_redis, spool):
     finally:
         outbox.stop()
         queue.close()
+    said = [r.getMessage() for r in caplog.records if r.name == "spawn.output.queue_outbox"]
+    assert [m.split(" ", 2)[:2] for m in said] == [["queue", "down"], ["queue", "back"]], said
 
 
 def test_stop_makes_a_last_attempt_to_flush(spare_redis, spool):
