@@ -64,7 +64,8 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
         search.blp,
     ):
         api.register_blueprint(blueprint)
-    serve_hub_metrics(app, app.extensions["blackwidow"].sessions, settings)
+    hub = app.extensions["blackwidow"]
+    serve_hub_metrics(app, hub.sessions, hub.store, settings)
     init_dashboard(app, settings)
     guard_every_view(app)
     retry_every_view(app)

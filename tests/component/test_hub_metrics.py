@@ -1,12 +1,14 @@
 """The hub's `/metrics` on the real app and database: the named families with their types,
 figures that move after real work (a node serving a local feed, monitor cycles, API calls),
-a deleted node's series gone, and scrapes restricted by token and network."""
+a deleted node's series gone, each shard's leader and last cycle, the webhook outbox, and
+scrapes restricted by token and network."""
 
 from __future__ import annotations
 
 import ipaddress
 import math
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -16,8 +18,11 @@ from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from blackwidow.app import create_app
+from blackwidow.core.node_protocol import Shard
 from blackwidow.core.store.sqlite import SqliteStore
 from blackwidow.models import Node as NodeRow
+from blackwidow.models import WebhookDelivery, utcnow
+from blackwidow.monitor import leader
 from blackwidow.monitor.loop import MonitorLoop
 from sources.fetch.fetcher import GuardedFetcher
 from sources.registry import opener
@@ -31,6 +36,7 @@ from tests.support import served, wait_until
 
 FAMILIES = {
     "blackwidow_monitor_cycle_seconds": "histogram",
+    "blackwidow_monitor_poll_seconds": "histogram",
     "blackwidow_monitor_polls": "counter",
     "blackwidow_monitor_pushes": "counter",
     "blackwidow_monitor_removals": "counter",
@@ -40,6 +46,17 @@ FAMILIES = {
     "blackwidow_crawlers": "gauge",
     "blackwidow_node_phi": "gauge",
     "blackwidow_node_last_poll_age_seconds": "gauge",
+    "blackwidow_node_poll_seconds": "summary",
+    "blackwidow_shard_leader": "gauge",
+    "blackwidow_shard_last_cycle_age_seconds": "gauge",
+    "blackwidow_shard_epoch": "gauge",
+    "blackwidow_database_up": "gauge",
+    "blackwidow_store_up": "gauge",
+    "blackwidow_sql_figures_age_seconds": "gauge",
+    "blackwidow_webhook_deliveries_pending": "gauge",
+    "blackwidow_webhook_deliveries_retrying": "gauge",
+    "blackwidow_webhook_oldest_pending_age_seconds": "gauge",
+    "blackwidow_webhook_deliveries_failed_last_hour": "gauge",
     "blackwidow_leased_items": "gauge",
     "blackwidow_budget_remaining_items": "gauge",
     "blackwidow_users_budget_exhausted": "gauge",
@@ -94,6 +111,11 @@ def test_families_exist_with_their_types(client):
     assert {name: families[name].type for name in FAMILIES} == FAMILIES
     assert labels_of(families, "blackwidow_nodes", "state") == {"active", "suspect", "dead"}
     assert "running" in labels_of(families, "blackwidow_crawlers", "state")
+    assert value(families, "blackwidow_database_up") == 1
+    assert value(families, "blackwidow_store_up") == 1
+    # no monitor runs here: the one shard has no leader and has never finished a cycle
+    assert value(families, "blackwidow_shard_leader", shard="0/1") == 0
+    assert value(families, "blackwidow_shard_last_cycle_age_seconds", shard="0/1") == math.inf
 
 
 def test_figures_move_after_monitor_cycles_and_a_deleted_node_leaves_no_series(
@@ -130,6 +152,11 @@ def test_figures_move_after_monitor_cycles_and_a_deleted_node_leaves_no_series(
             )
         finally:
             loop.stop()
+        stopped = scrape(client)
+    assert value(families, "blackwidow_shard_leader", shard="0/1") == 1
+    assert value(families, "blackwidow_shard_epoch", shard="0/1") >= 1
+    assert value(families, "blackwidow_shard_last_cycle_age_seconds", shard="0/1") < math.inf
+    assert value(stopped, "blackwidow_shard_leader", shard="0/1") == 0  # handed back
     assert value(families, "blackwidow_nodes", state="active") == 1
     assert value(families, "blackwidow_monitor_polls", "_total", result="ok") >= 1
     assert value(families, "blackwidow_monitor_pushes", "_total", result="ok") >= 1
@@ -140,6 +167,11 @@ def test_figures_move_after_monitor_cycles_and_a_deleted_node_leaves_no_series(
     node_ids = labels_of(families, "blackwidow_node_phi", "node")
     assert len(node_ids) == 1
     assert labels_of(families, "blackwidow_node_last_poll_age_seconds", "node") == node_ids
+    assert labels_of(families, "blackwidow_node_poll_seconds", "node") == node_ids
+    (node_id,) = node_ids
+    polls = value(families, "blackwidow_node_poll_seconds", "_count", node=node_id)
+    assert polls >= 1 and value(families, "blackwidow_node_poll_seconds", "_sum", node=node_id) > 0
+    assert value(families, "blackwidow_monitor_poll_seconds", "_count") >= polls
     route = {"route": "/api/v1/crawlers", "method": "POST", "status": "201"}
     assert value(families, "blackwidow_http_request_duration_seconds", "_count", **route) == 1
     # a node just heard is phi 0.0, never -0.0, in every view: /metrics and the node list
@@ -160,7 +192,64 @@ def test_figures_move_after_monitor_cycles_and_a_deleted_node_leaves_no_series(
     families = scrape(client)
     assert not families["blackwidow_node_phi"].samples
     assert not families["blackwidow_node_last_poll_age_seconds"].samples
+    assert not families["blackwidow_node_poll_seconds"].samples
     assert value(families, "blackwidow_monitor_cycle_seconds", "_count") >= 2  # still counted
+
+
+def test_each_shard_says_whether_it_has_a_leader_and_how_old_its_last_cycle_is(
+    database_url, tmp_path
+):
+    """Shard 0's monitor was killed two minutes ago (its lease ran out, no cycle since), shard
+    1's leads: Prometheus tells them apart, whatever the nodes' rows still say."""
+    app = create_app(hub_settings(database_url, tmp_path, monitor_shards=2))
+    now = utcnow()
+    sessions = app.extensions["blackwidow"].sessions
+    with sessions.begin() as session:
+        for index, (at, ttl) in enumerate([(now - timedelta(seconds=120), 10.0), (now, 60.0)]):
+            name = leader.lock_name(Shard(index, 2))
+            assert leader.try_lead(session, f"hub-{index}", at, ttl, name) is not None
+            leader.record_cycle(session, f"hub-{index}", at, 0.1, name)
+    try:
+        families = scrape(app.test_client())
+    finally:
+        with sessions() as session:
+            session.get_bind().dispose()
+    assert value(families, "blackwidow_shard_leader", shard="0/2") == 0
+    assert value(families, "blackwidow_shard_leader", shard="1/2") == 1
+    assert value(families, "blackwidow_shard_last_cycle_age_seconds", shard="0/2") >= 120
+    assert value(families, "blackwidow_shard_last_cycle_age_seconds", shard="1/2") < 120
+    assert value(families, "blackwidow_shard_epoch", shard="1/2") == 1
+
+
+def test_the_webhook_outbox_shows_its_backlog_and_its_failures(client, sessions):
+    now = utcnow()
+    hour_ago = now - timedelta(hours=1, minutes=1)
+    rows = [  # (status, last_status, created_at, finished_at)
+        ("pending", None, now - timedelta(seconds=600), None),  # the oldest waiting
+        ("pending", 500, now - timedelta(seconds=60), None),  # its last attempt failed
+        ("delivered", 200, hour_ago, now),
+        ("failed", 500, now - timedelta(hours=1), now - timedelta(minutes=5)),
+        ("failed", None, hour_ago, hour_ago),  # given up over an hour ago
+    ]
+    with sessions.begin() as session:
+        for index, (status, last_status, created_at, finished_at) in enumerate(rows):
+            session.add(
+                WebhookDelivery(
+                    event_id=f"event-{index}",
+                    event_type="node.dead",
+                    body="{}",
+                    status=status,
+                    last_status=last_status,
+                    next_attempt_at=now,
+                    created_at=created_at,
+                    finished_at=finished_at,
+                )
+            )
+    families = scrape(client)
+    assert value(families, "blackwidow_webhook_deliveries_pending") == 2
+    assert value(families, "blackwidow_webhook_deliveries_retrying") == 1
+    assert value(families, "blackwidow_webhook_oldest_pending_age_seconds") >= 600
+    assert value(families, "blackwidow_webhook_deliveries_failed_last_hour") == 1
 
 
 @pytest.mark.parametrize(
