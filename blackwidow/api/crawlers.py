@@ -22,17 +22,30 @@ from blackwidow.api.schemas import (
     CrawlerUpdate,
 )
 from blackwidow.models import Crawler
+from blackwidow.monitor import rates
 
-_CRAWLER_FIELDS = [name for name in CrawlerOut().fields if name not in ("node_id", "next_start")]
+_COMPUTED = ("node_id", "next_start", "rate", "rate_window_seconds")
+_CRAWLER_FIELDS = [name for name in CrawlerOut().fields if name not in _COMPUTED]
 
 blp = Blueprint("crawlers", __name__, url_prefix="/api/v1/crawlers", description="Crawlers")
 
 
+def shown_rate(crawler: Crawler, now: float) -> rates.Rate:
+    """The crawler's rate over the hub's window at `now` (epoch seconds), read from the
+    samples the monitor keeps, so it falls to zero without a write (the dashboard's too)."""
+    samples = rates.samples_of(crawler.rate_samples)
+    return rates.rate(samples, now, hub().settings.rate_window)
+
+
 def crawler_out(crawler: Crawler, node_id: int | None) -> dict[str, Any]:
+    now = time.time()
+    rate = shown_rate(crawler, now)
     return {
         **{name: getattr(crawler, name) for name in _CRAWLER_FIELDS},
         "node_id": node_id,
-        "next_start": crawlers.next_start(crawler, time.time()),
+        "next_start": crawlers.next_start(crawler, now),
+        "rate": round(rate.per_second, 6),
+        "rate_window_seconds": round(rate.window, 1),
     }
 
 

@@ -22,6 +22,7 @@ TABLE = (
     output.Column("source"),
     output.Column("state"),
     output.Column("items_collected", "items"),
+    output.Column("per_minute", "rate"),  # `rate`, per minute (rate_window_seconds: show)
     output.Column("node_id", "node"),
     output.Column("last_error", squeezed=True),
 )
@@ -42,7 +43,10 @@ def crawlers() -> None:
 def list_crawlers(hub: HubClient, fmt: str, **filters: str | None) -> None:
     """List crawlers, every page of them."""
     params = {name: value for name, value in filters.items() if value is not None}
-    output.rows(hub.every("/api/v1/crawlers", {**params, "limit": 1000}), COLUMNS, fmt, TABLE)
+    listed = hub.every("/api/v1/crawlers", {**params, "limit": 1000})
+    if fmt == "table":
+        listed = ({**c, "per_minute": output.per_minute(c.get("rate"))} for c in listed)
+    output.rows(listed, COLUMNS, fmt, TABLE)
 
 
 @crawlers.command("show")
@@ -50,8 +54,11 @@ def list_crawlers(hub: HubClient, fmt: str, **filters: str | None) -> None:
 @output.format_option(default_piped="json")
 @connected
 def show(hub: HubClient, crawler_id: int, fmt: str) -> None:
-    """One crawler, every field."""
-    output.record(hub.json("GET", f"/api/v1/crawlers/{crawler_id}"), fmt)
+    """One crawler, every field; the table writes its rate per minute, naming the window."""
+    crawler = hub.json("GET", f"/api/v1/crawlers/{crawler_id}")
+    if fmt == "table":
+        crawler["rate"] = output.rate_over(crawler)
+    output.record(crawler, fmt)
 
 
 def _json_object(value: str, hint: str) -> Any:

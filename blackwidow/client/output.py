@@ -109,6 +109,21 @@ def record(fields: dict[str, Any], fmt: str) -> None:
         click.echo(json.dumps(fields, indent=2 if fmt == "json" else None))
 
 
+def per_minute(per_second: float | None) -> str:
+    """A `rate` (items per second) per minute, as the dashboard writes it: `12.3/min`."""
+    value = (per_second or 0) * 60
+    if not value:
+        return "0/min"
+    return f"{value:.1f}/min" if value < 10 else f"{value:.0f}/min"
+
+
+def rate_over(crawler: dict[str, Any]) -> str:
+    """A crawler's rate naming its window, as the dashboard writes it: `12.3/min over 5 min`."""
+    seconds = crawler.get("rate_window_seconds") or 0
+    window = f"{seconds:.0f} s" if seconds < 120 else f"{round(seconds / 60, 1):g} min"
+    return f"{per_minute(crawler.get('rate'))} over {window}"
+
+
 def _flat(value: Any) -> str:
     """A nested value (a query, a list) as compact JSON in one cell; null as nothing. Cells
     are plain Text: brackets in a title are not taken for markup."""

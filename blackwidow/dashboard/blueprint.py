@@ -43,7 +43,6 @@ blp.add_app_template_filter(display.alert_details, "alert_details")
 blp.add_app_template_filter(display.ago, "ago")
 blp.add_app_template_filter(display.moment, "moment")
 blp.add_app_template_filter(display.per_minute, "per_minute")
-blp.add_app_template_global(display.LIVE_STATES, "live_states")
 
 
 @blp.after_request

@@ -4,9 +4,11 @@ page."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 
-from blackwidow.models import utcnow
+from blackwidow.api.crawlers import shown_rate
+from blackwidow.models import Crawler, utcnow
 
 
 def _instant(value: datetime | str | None) -> datetime | None:
@@ -40,16 +42,26 @@ def moment(value: datetime | str | None) -> str:
     return instant.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-# states whose rate is current: the monitor stops sampling a crawler that no longer runs
-LIVE_STATES = ("running", "failing")
+def per_minute(crawler: Crawler) -> str:
+    """`12.3/min over 5 min`: the crawler's rate as the API gives it (items per second over
+    its window) written per minute, naming the window, as `blackwidow crawlers` does. True in
+    every state: a crawler that stores nothing falls to `0/min` a window after its last item."""
+    rate = shown_rate(crawler, time.time())
+    return f"{rate_text(rate.per_second)} over {window_text(rate.window)}"
 
 
-def per_minute(rate: float | None) -> str:
-    """A rate in items per second, as the monitor keeps it, written per minute."""
-    if not rate:
+def rate_text(per_second: float) -> str:
+    value = per_second * 60
+    if not value:
         return "0/min"
-    value = rate * 60
     return f"{value:.1f}/min" if value < 10 else f"{value:.0f}/min"
+
+
+def window_text(seconds: float) -> str:
+    """`45 s` below two minutes, else `5 min` (`2.5 min`)."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{round(seconds / 60, 1):g} min"
 
 
 _ENVELOPE = ("id", "type", "at")  # every alert body has these; the table shows them apart

@@ -72,6 +72,7 @@ class Intake:
             for crawler_id, crawler in crawlers.items():
                 if (old := memory.crawlers.get(crawler_id)) is not None:
                     crawler.rate, crawler.lost_until = old.rate, old.lost_until
+                    crawler.rate_samples = old.rate_samples
                     # a poll may have counted on since SQL was read here
                     crawler.items_collected = max(crawler.items_collected, old.items_collected)
             memory.crawlers, memory.limits, memory.loaded = crawlers, limits, True
@@ -97,6 +98,7 @@ class Intake:
             return
         if old is not None:
             fresh.rate, fresh.lost_until = old.rate, old.lost_until
+            fresh.rate_samples = old.rate_samples
             fresh.items_collected = max(fresh.items_collected, old.items_collected)
         crawlers[crawler_id] = fresh
         self.by_user.setdefault(fresh.user_id, set()).add(crawler_id)

@@ -1,5 +1,6 @@
 """What nodes said of a shard's crawlers, taken into the monitor's memory and SQL: counts,
-errors, failing flags, deliveries (live and stopped runs) and the rates leases follow.
+errors, failing flags, deliveries (live and stopped runs), the rates leases follow and the
+samples the rate shown is read from (blackwidow.monitor.rates).
 
 Part of the poll half of a cycle (blackwidow.monitor.liveness), which decides nothing here:
 the reconciler acts on the crawlers this marks dirty.
@@ -7,27 +8,45 @@ the reconciler acts on the crawlers this marks dirty.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from blackwidow.monitor import billing
+from blackwidow.monitor import billing, rates
 from blackwidow.monitor.alerting import PollAlerts
 from blackwidow.monitor.memory.crawlers import Tracked, write
 from blackwidow.monitor.memory.shard import ShardMemory
 from blackwidow.monitor.poller import NodeReport
 from blackwidow.node_client import NodeTarget
 
-RATE_SMOOTHING = 0.5  # weight of the newest rate sample
+RATE_SMOOTHING = 0.5  # weight of the newest sample of the rate leases follow
 # what a poll's statuses change in a crawler, put back when its transaction fails
-POLLED = ("failing", "last_error", "items_delivered", "items_collected", "lost_until", "rate")
+POLLED = (
+    "failing",
+    "last_error",
+    "items_delivered",
+    "items_collected",
+    "lost_until",
+    "rate",
+    "rate_samples",
+)
 
 
 class StatusIntake:
-    def __init__(self, memory: ShardMemory, watch: PollAlerts) -> None:
+    def __init__(
+        self,
+        memory: ShardMemory,
+        watch: PollAlerts,
+        wall: Callable[[], float],
+        rate_window: float,
+    ) -> None:
         self._memory = memory
         self._watch = watch
-        self._samples: dict[int, tuple[int, float]] = {}  # crawler -> (count, at)
+        # the rate shown is sampled at the hub's wall clock, which the API reads it at
+        self._wall = wall
+        self._rate_window = rate_window
+        self._lease_samples: dict[int, tuple[int, float]] = {}  # crawler -> (count, at)
         # the crawlers this poll changed, as they were, until its transaction commits
         self._before: dict[int, tuple[Tracked, tuple[Any, ...]]] = {}
 
@@ -60,13 +79,14 @@ class StatusIntake:
         statuses = [(o, s) for o, s in statuses if s.get("crawler_id") not in deleted]
         departed = [(o, s) for o, s in departed if s.get("crawler_id") not in deleted]
         rows: dict[int, dict[str, Any]] = {}
+        heard_at = (now, self._wall())
         with self._memory.lock:
             crawlers = self._memory.crawlers
             for origin, status in statuses:
                 crawler = crawlers.get(int(status["crawler_id"]))
                 if crawler is not None:
                     rows[crawler.id] = self._take_status(
-                        session, crawler, (origin, status), runs, now
+                        session, crawler, (origin, status), runs, heard_at
                     )
             self._decay_idle_rates(reports, rows, now)
             for crawler_id, total in self._take_departed(session, departed, runs).items():
@@ -100,11 +120,12 @@ class StatusIntake:
         crawler: Tracked,
         heard: tuple[billing.Origin, dict],
         runs: dict,
-        now: float,
+        heard_at: tuple[float, float],
     ) -> dict[str, Any]:
-        """Apply one subscriber status, as heard from a node, to the crawler; the columns
-        that changed."""
+        """Apply one subscriber status, as heard from a node at `heard_at` (the monitor's
+        clock, the wall clock), to the crawler; the columns that changed."""
         origin, status = heard
+        now, wall_at = heard_at
         self._keep(crawler)
         before = (crawler.last_error, crawler.items_delivered, crawler.items_collected)
         if crawler.failing != bool(status.get("failing")):
@@ -116,6 +137,9 @@ class StatusIntake:
         if status.get("items_collected") is not None:  # None: its store has not answered yet
             count = int(status["items_collected"])
             self._sample(crawler, count, now)
+            crawler.rate_samples = rates.sampled(
+                crawler.rate_samples, count, wall_at, self._rate_window
+            )
             self._watch.counted(crawler.user_id, count - crawler.items_collected)
             crawler.items_collected = count
             crawler.lost_until = None  # counted from the store after any lost node stopped
@@ -128,6 +152,7 @@ class StatusIntake:
             "items_delivered": crawler.items_delivered,
             "items_collected": crawler.items_collected,
             "rate": crawler.rate,
+            "rate_samples": rates.stored(crawler.rate_samples),
         }
 
     def _keep(self, crawler: Tracked) -> None:
@@ -144,17 +169,20 @@ class StatusIntake:
         self._before = {}
 
     def _sample(self, crawler: Tracked, count: int, now: float) -> None:
-        previous = self._samples.get(crawler.id)
+        """The rate leases follow: quick to rise with a burst, so a busy crawler's lease
+        grows within a poll or two, which a rate over minutes would not."""
+        previous = self._lease_samples.get(crawler.id)
         if previous is not None and now > previous[1]:
             sample = max(0, count - previous[0]) / (now - previous[1])
             crawler.rate = RATE_SMOOTHING * sample + (1 - RATE_SMOOTHING) * crawler.rate
-        self._samples[crawler.id] = (count, now)
+        self._lease_samples[crawler.id] = (count, now)
 
     def _decay_idle_rates(
         self, reports: dict[int, NodeReport | None], rows: dict[int, dict], now: float
     ) -> None:
-        """A crawler with a user budget that stored nothing this poll has its rate fall, so
-        its lease shrinks to what it uses (only budgets need rates)."""
+        """A crawler with a user budget that stored nothing this poll has its leases' rate
+        fall, so its lease shrinks to what it uses (only budgets need it; the rate shown
+        falls by itself, being read over a window)."""
         reported, crawlers, limits = (
             self._memory.reported,
             self._memory.crawlers,

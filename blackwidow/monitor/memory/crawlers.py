@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from blackwidow.core.node_protocol import Shard
 from blackwidow.models import Assignment, Crawler, User, utcnow
 from blackwidow.monitor.quota import LeaseView, ShardBudget, waits_for_budget
+from blackwidow.monitor.rates import Sample, samples_of
 from blackwidow.monitor.states import RUNNABLE_STATES
 from sources.model import SubscriberSpec
 
@@ -50,6 +51,7 @@ class Tracked:
     # a node the hub lost may store under its lease until then (the hub's clock), so it runs
     # nowhere else before; its count is unsure, so its lease is kept, until a node reports it
     lost_until: float | None = None
+    rate_samples: tuple[Sample, ...] = ()  # what its shown rate is read from (monitor.rates)
 
 
 _COLUMNS = (
@@ -71,6 +73,7 @@ _COLUMNS = (
     Crawler.recollect_after,
     Crawler.schedule,
 )
+_LOADED = (*_COLUMNS, Crawler.rate_samples)
 
 
 def chunks(ids: Iterable[int]) -> Iterable[list[int]]:
@@ -82,15 +85,16 @@ def chunks(ids: Iterable[int]) -> Iterable[list[int]]:
 def load(session: Session, shard: Shard, ids: Collection[int] | None = None) -> dict[int, Tracked]:
     """The shard's crawlers (all, or those of `ids` that still exist), by id."""
     queries = (
-        [select(*_COLUMNS)]
+        [select(*_LOADED)]
         if ids is None
-        else [select(*_COLUMNS).where(Crawler.id.in_(chunk)) for chunk in chunks(ids)]
+        else [select(*_LOADED).where(Crawler.id.in_(chunk)) for chunk in chunks(ids)]
     )
     found = {}
     for query in queries:
         for row in session.execute(query):
             if shard.owns(row.uuid):
-                found[row.id] = Tracked(*row)
+                *columns, samples = row
+                found[row.id] = Tracked(*columns, rate_samples=samples_of(samples))
     return found
 
 
