@@ -1,11 +1,13 @@
 """The hub's health detail for support staff: nodes, crawlers by state, monitor and store.
 
-`status` is `ok` when every shard has a leader, the store answers and no node is suspect or
-dead; else `degraded`, and `reasons` says why, one line each."""
+`status` is `degraded` while work is affected, and `reasons` says why, one line each: a shard
+without a leader, a store that does not answer, crawlers waiting with no node to take them, a
+suspect node still holding crawlers. A dead node whose crawlers run elsewhere, and a node that
+left, are reported in `nodes` but are no reason: the death was handled."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
@@ -14,10 +16,11 @@ from sqlalchemy.orm import Session
 from blackwidow.core.node_protocol import Shard
 from blackwidow.core.queue import ItemQueue
 from blackwidow.core.store import Store
-from blackwidow.models import Crawler, MonitorLock, Node
+from blackwidow.models import Assignment, Crawler, MonitorLock, Node
 from blackwidow.monitor.leader import lock_name
 
-UNHEALTHY_NODES = ("dead", "suspect")  # node states that make the cluster degraded
+# seconds a new crawler may wait for its first placement before it counts as waiting
+PENDING_GRACE = 30.0
 
 
 def _counts_by(session: Session, column: Any) -> dict[str, int]:
@@ -35,13 +38,37 @@ def _shard(lock: MonitorLock | None, now: datetime) -> dict[str, Any]:
     }
 
 
-def _reasons(shards: list[dict[str, Any]], store_ok: bool, nodes: dict[str, int]) -> list[str]:
-    """Why the cluster is degraded; empty when it is not. The queue is left out (see detail)."""
+def degraded_reasons(
+    shards: list[dict[str, Any]], store_ok: bool, waiting: int, suspect_holding: int
+) -> list[str]:
+    """Why the cluster is degraded; empty when it is not. The queue is left out (see detail).
+    Pure."""
     found = [f"monitor: no leader for shard {s['shard']}" for s in shards if not s["leader"]]
     if not store_ok:
         found.append("store: does not answer")
-    found += [f"nodes: {nodes[state]} {state}" for state in UNHEALTHY_NODES if nodes.get(state)]
+    if waiting:
+        found.append(f"crawlers: {waiting} pending, waiting for a node to take them")
+    if suspect_holding:
+        found.append(f"nodes: {suspect_holding} suspect, still holding crawlers")
     return found
+
+
+def _affected(session: Session, now: datetime) -> tuple[int, int]:
+    """(crawlers waiting past their first placement's grace, suspect nodes holding crawlers)."""
+    waiting = session.scalar(
+        select(func.count())
+        .select_from(Crawler)
+        .where(
+            Crawler.state == "pending",
+            Crawler.created_at < now - timedelta(seconds=PENDING_GRACE),
+        )
+    )
+    holding = session.scalar(
+        select(func.count(func.distinct(Assignment.node_id)))
+        .join(Node, Node.id == Assignment.node_id)
+        .where(Node.state == "suspect")
+    )
+    return int(waiting or 0), int(holding or 0)
 
 
 def detail(
@@ -71,7 +98,7 @@ def detail(
         monitor["shards"] = per_shard
     store_ok = store.ping()
     nodes = _counts_by(session, Node.state)
-    reasons = _reasons(per_shard, store_ok, nodes)
+    reasons = degraded_reasons(per_shard, store_ok, *_affected(session, now))
     return {
         "status": "degraded" if reasons else "ok",
         "reasons": reasons,

@@ -116,7 +116,11 @@ class Crawler(Base):
     items_collected: Mapped[int] = mapped_column(default=0)
     # items its providers delivered (billed), counted once per subscriber run
     items_delivered: Mapped[int] = mapped_column(default=0, server_default="0")
-    rate: Mapped[float] = mapped_column(default=0.0)  # items per second, smoothed
+    # items per second, smoothed over polls: what leases are sized by, not what is shown
+    rate: Mapped[float] = mapped_column(default=0.0)
+    # the rate shown is read from these: [[count, at, since], ...] at the hub's clock, kept
+    # over BLACKWIDOW_RATE_WINDOW by the monitor (blackwidow.monitor.rates); null: none yet
+    rate_samples: Mapped[list[list[float]] | None] = mapped_column(JSON)
     lease: Mapped[int] = mapped_column(default=0)  # user-budget ceiling granted (ledger)
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
@@ -124,6 +128,8 @@ class Crawler(Base):
 
 
 LIVE_NODE_STATES = ("active", "suspect")  # a suspect node keeps its crawlers
+# polled and pushed to, but routed nothing: a leaving node hands its crawlers on
+POLLED_NODE_STATES = (*LIVE_NODE_STATES, "leaving")
 
 
 class Node(Base):
@@ -134,7 +140,8 @@ class Node(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     url: Mapped[str] = mapped_column(String(500), unique=True)
     capacity: Mapped[int] = mapped_column(default=100)
-    state: Mapped[str] = mapped_column(String(20), default="active")  # active | suspect | dead
+    # active | suspect | leaving | left | dead (docs/operations.md "Node states")
+    state: Mapped[str] = mapped_column(String(20), default="active")
     # bumped at each registration and when declared dead; every hub call carries it, so a
     # node that was written off (or an older process at the same URL) cannot act on it
     generation: Mapped[int] = mapped_column(default=0, server_default="0")

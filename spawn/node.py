@@ -34,6 +34,7 @@ class NodeState:
         self.node_id: int | None = None
         self.generation: int | None = None  # the hub's fencing number for this registration
         self.last_polled_at = clock()
+        self.polls = 0  # polls answered, any shard's: a leaving node counts them (registration)
         self._lock = threading.Lock()
         self.registered = threading.Event()
         self._shard_polled_at: dict[Shard, float] = {}  # a shard's poll confirms its subscribers
@@ -91,6 +92,7 @@ class NodeState:
         now = self.clock()
         with self._lock:
             self.last_polled_at = now
+            self.polls += 1
             if assigned is None:
                 self._shard_polled_at[shard] = now
         if assigned is not None:

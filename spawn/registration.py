@@ -1,10 +1,12 @@
-"""Registration: a node announces itself to the hub and retries with backoff until it answers."""
+"""Registration: a node announces itself to the hub and retries with backoff until it answers;
+and, stopping gracefully, says it is leaving and stays until its crawlers are handed on."""
 
 from __future__ import annotations
 
 import logging
 import random
 import threading
+import time
 
 import requests
 
@@ -16,6 +18,7 @@ log = logging.getLogger(__name__)
 # A hub that is starting needs a moment; jittered down to half, so nodes restarted together
 # do not all knock at the same instant.
 RETRY = Backoff(first=0.5, cap=10.0, jitter=0.5)
+LEAVE_CHECK_INTERVAL = 0.05  # seconds between looks at whether a leaving node is done
 
 
 def register_once(hub_url: str, node_url: str, capacity: int, secret: str) -> tuple[int, int]:
@@ -49,3 +52,58 @@ def keep_registering(
             delay = RETRY.delay(failures, random.random())
             log.warning("registration failed hub=%s retry_in=%.1fs error=%s", hub_url, delay, error)
             stop.wait(delay)
+
+
+def say_leaving(hub_url: str, node_id: int, generation: int, secret: str) -> None:
+    """One leave call: the hub routes nothing more here and moves this node's crawlers off."""
+    response = requests.post(
+        f"{hub_url.rstrip('/')}/api/v1/nodes/{node_id}/leave",
+        json={"generation": generation},
+        headers={"Authorization": f"Bearer {secret}"},
+        timeout=5,
+        allow_redirects=False,
+    )
+    response.raise_for_status()
+
+
+def leave(node: NodeState, hub_url: str, secret: str, within: float, silent_after: float) -> bool:
+    """Leave the cluster gracefully (docs/node-protocol.md "Leaving"): tell the hub, then keep
+    answering its polls until it has moved every crawler off this node and applied their
+    final counts, for at most `within` seconds, or until no poll came for `silent_after`
+    (the hub stopped too). True once handed on; False when the hub was not told (not
+    registered, refused, unreachable) or did not finish, and the hub will find the node
+    dead instead, its leases lapsing as a lost node's do."""
+    node_id, generation = node.node_id, node.generation
+    if not node.registered.is_set() or node_id is None or generation is None:
+        return False
+    started = time.monotonic()
+    try:
+        say_leaving(hub_url, node_id, generation, secret)
+    except requests.RequestException as error:
+        log.warning("leave not accepted hub=%s node=%s error=%s", hub_url, node_id, error)
+        return False
+    log.info("node leaving node=%s", node_id)
+    polls = node.polls
+    while time.monotonic() - started < within and node.silent_for() < silent_after:
+        # two polls: the first may come of a monitor cycle that read the node set before the
+        # hub heard this node was leaving
+        if node.polls >= polls + 2 and handed_on(node):
+            log.info("node left node=%s after=%.1fs", node_id, time.monotonic() - started)
+            return True
+        time.sleep(LEAVE_CHECK_INTERVAL)
+    subscribers, _ = node.pool.counts()
+    log.warning(
+        "leave unfinished node=%s after=%.1fs silent_for=%.1fs subscribers=%s departures=%s",
+        node_id,
+        time.monotonic() - started,
+        node.silent_for(),
+        subscribers,
+        node.pool.departures_waiting(),
+    )
+    return False
+
+
+def handed_on(node: NodeState) -> bool:
+    """Nothing runs here any more and the hub has applied every stopped run's final counts."""
+    subscribers, data_sources = node.pool.counts()
+    return subscribers == 0 and data_sources == 0 and node.pool.departures_waiting() == 0

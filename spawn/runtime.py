@@ -36,13 +36,16 @@ log = logging.getLogger(__name__)
 # waits its turn among them at each step: a shorter turn answers polls sooner
 # (bench/node_feeds.py).
 SWITCH_INTERVAL = 0.001
+# poll intervals a leaving node waits for the hub to move its crawlers off and apply their
+# final counts (two or three do it); past that, or three without a poll, it stops anyway
+LEAVE_POLLS = 10
 
 
 def run_node(
     settings: Settings, hub_url: str, host: str, port: int, advertise_url: str | None
 ) -> None:
-    """Serve a node until it is told to stop (docs/architecture.md "How a crawler runs", steps
-    2, 4, 5 and 7)."""
+    """Serve a node until it is told to stop, then leave (docs/architecture.md "How a crawler
+    runs", steps 2, 4, 5 and 7; docs/node-protocol.md "Leaving")."""
     sys.setswitchinterval(SWITCH_INTERVAL)
     metrics = NodeMetrics()
     output = open_output(settings, host, port, metrics)
@@ -124,6 +127,12 @@ def run_node(
         thread.start()
     output.start()
 
+    def _leave() -> None:
+        """SIGTERM or SIGINT: hand the crawlers on while the server still answers polls."""
+        stop.set()  # registers no more: a node fenced off meanwhile just goes
+        interval = settings.poll_interval
+        registration.leave(node, hub_url, secret, LEAVE_POLLS * interval, 3 * interval + 1)
+
     def _shutdown() -> None:
         stop.set()
         node.pool.clear()
@@ -132,7 +141,7 @@ def run_node(
             workers.close()
         output.close()
 
-    serving.run(server, url, on_stop=_shutdown)
+    serving.run(server, url, on_stop=_shutdown, drain=_leave)
 
 
 def parse_workers(settings: Settings) -> WorkerProcesses | None:

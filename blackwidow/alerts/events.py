@@ -46,6 +46,13 @@ def node_dead(node_id: int, url: str) -> Event:
     return Event("node.dead", {"node_id": node_id, "url": url})
 
 
+def node_left(node_id: int, url: str, crawlers_held: int) -> Event:
+    """A node that said it was leaving stopped: a scale-in, not a death. `crawlers_held`:
+    those it had not handed on yet (0 when it left cleanly), which move as a dead node's."""
+    details = {"node_id": node_id, "url": url, "crawlers_held": crawlers_held}
+    return Event("node.left", details)
+
+
 def node_back(node_id: int, url: str) -> Event:
     return Event("node.back", {"node_id": node_id, "url": url})
 

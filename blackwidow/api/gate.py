@@ -27,6 +27,7 @@ OPEN |= {"nodes.NodeCountView"}  # for autoscalers
 OPEN |= {"metrics"}  # checks its own token and networks (blackwidow.core.metrics.exposition)
 OPEN |= {"dashboard.signin", "dashboard.static", "dashboard.favicon"}  # sign-in page and looks
 CLUSTER = frozenset({("nodes.Nodes", "POST")})  # node registration: the cluster secret
+CLUSTER |= {("nodes.NodeLeaveView", "POST")}  # a node saying it leaves
 SIGNED_IN = "dashboard."  # endpoints whose caller is the dashboard's session, not a token
 
 

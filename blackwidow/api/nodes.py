@@ -1,4 +1,5 @@
-"""REST: nodes: registration (cluster secret), listing (admin) and the count for autoscalers."""
+"""REST: nodes: registration and leaving (cluster secret), listing and removal (admin) and the
+count for autoscalers."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ from blackwidow import node_records
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.list_args import PageArgs
 from blackwidow.api.paging import LINK_HEADER, next_link, paged
-from blackwidow.api.schemas import NodeCount, NodeOut, NodeRegister, NodeRegistered
+from blackwidow.api.schemas import (
+    NodeCount,
+    NodeLeave,
+    NodeLeaving,
+    NodeOut,
+    NodeRegister,
+    NodeRegistered,
+)
 from blackwidow.auth import require_admin
 from blackwidow.core import node_networks
 from blackwidow.models import Node
@@ -41,12 +49,36 @@ class Nodes(MethodView):
             return node_records.register(session, data["url"], data["capacity"], hub().alerts)
 
 
+@blp.route("/<int:node_id>")
+class NodeView(MethodView):
+    @blp.response(204)
+    def delete(self, node_id: int) -> None:
+        """Forget a dead node (the admin): it leaves the list; a live one is refused (409)."""
+        with transaction() as session:
+            require_admin(caller())
+            node_records.remove(session, node_id)
+
+
+@blp.route("/<int:node_id>/leave")
+class NodeLeaveView(MethodView):
+    @blp.arguments(NodeLeave())
+    @blp.response(200, NodeLeaving)
+    def post(self, data: dict[str, Any], node_id: int) -> Node:
+        """A node stopping gracefully (the cluster secret): the hub moves its crawlers off at
+        once, and it has left once it stops answering (docs/node-protocol.md "Leaving")."""
+        with transaction() as session:
+            return node_records.leave(session, node_id, data["generation"])
+
+
 @blp.route("/count")
 class NodeCountView(MethodView):
     @blp.response(200, NodeCount)
     def get(self) -> dict[str, int]:
-        """Active nodes and how many the enabled crawlers call for, for autoscalers."""
+        """Active nodes and how many the enabled crawlers call for, for autoscalers: never
+        fewer than BLACKWIDOW_MIN_NODES."""
         settings = hub().settings
         with transaction() as session:
             weighted = settings.routing == "weighted"
-            return node_records.count(session, weighted, settings.capacity_headroom)
+            return node_records.count(
+                session, weighted, settings.capacity_headroom, settings.min_nodes
+            )

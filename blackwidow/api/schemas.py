@@ -183,7 +183,19 @@ class CrawlerOut(Schema):
     node_id = fields.Integer(allow_none=True)
     items_collected = fields.Integer()
     items_delivered = fields.Integer(metadata={"description": "items its providers delivered"})
-    rate = fields.Float(metadata={"description": "items stored per second, smoothed over polls"})
+    rate = fields.Float(
+        metadata={
+            "description": "items stored per second over the last `rate_window_seconds`: "
+            "what was stored in that window, divided by it, so it falls to zero a window "
+            "after the last item"
+        }
+    )
+    rate_window_seconds = fields.Float(
+        metadata={
+            "description": "the window `rate` is over: BLACKWIDOW_RATE_WINDOW (300), or the "
+            "time since the hub first counted the crawler while that is shorter"
+        }
+    )
     last_error = fields.String(allow_none=True)
 
 
@@ -215,6 +227,19 @@ class NodeRegister(Schema):
     capacity = fields.Integer(strict=True, load_default=100, validate=_COUNT_RULE)
 
 
+class NodeLeave(Schema):
+    generation = fields.Integer(
+        required=True,
+        strict=True,
+        metadata={"description": "the generation the node registered in"},
+    )
+
+
+class NodeLeaving(Schema):
+    id = fields.Integer()
+    state = fields.String()  # leaving, or left when it said so before
+
+
 class NodeRegistered(Schema):
     id = fields.Integer()
     url = fields.String()
@@ -224,7 +249,7 @@ class NodeRegistered(Schema):
 class NodeOut(Schema):
     id = fields.Integer()
     url = fields.String()
-    state = fields.String()  # active | suspect | dead
+    state = fields.String()  # active | suspect | leaving | left | dead
     generation = fields.Integer()
     capacity = fields.Integer(metadata={"description": "data sources it registered to hold"})
     subscribers = fields.Integer()

@@ -131,6 +131,15 @@ def list_nodes(hub: HubClient, fmt: str) -> None:
     output.rows(hub.every("/api/v1/nodes", {"limit": 1000}), NODE_COLUMNS, fmt)
 
 
+@nodes.command("rm")
+@click.argument("node_id", type=int, metavar="ID")
+@connected
+def remove_node(hub: HubClient, node_id: int) -> None:
+    """Forget a dead node (a live one is refused: stopped, it leaves by itself)."""
+    hub.call("DELETE", f"/api/v1/nodes/{node_id}")
+    click.echo(f"node {node_id} removed")
+
+
 @click.group()
 def credentials() -> None:
     """Your credentials for sources that need them (X, paid streams); values are never shown."""

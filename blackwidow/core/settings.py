@@ -231,6 +231,8 @@ class Settings:
     detach_after: float = setting("BLACKWIDOW_DETACH_AFTER", SECONDS, 60.0)
     # seconds a dead node stays listed before deletion
     dead_node_retention: float = setting("BLACKWIDOW_DEAD_NODE_RETENTION", SECONDS, 86_400.0)
+    # seconds a crawler's shown rate is over: items stored in that window, divided by it
+    rate_window: float = setting("BLACKWIDOW_RATE_WINDOW", SECONDS, 300.0)
     # how crawlers are placed on nodes (README: Routing)
     routing: str = setting("BLACKWIDOW_ROUTING", Kind("str", OneOf(ROUTING_STRATEGIES)), "modulo")
     # crawlers split by source key, each shard with its own leader
@@ -245,6 +247,8 @@ class Settings:
     fetch_deadline: float = setting("BLACKWIDOW_FETCH_DEADLINE", SECONDS, 20.0)
     # data sources a node registers to run: its weight under weighted routing
     node_capacity: int = setting("BLACKWIDOW_NODE_CAPACITY", COUNT, 100)
+    # nodes GET /api/v1/nodes/count desires at least, whatever the crawlers need: redundancy
+    min_nodes: int = setting("BLACKWIDOW_MIN_NODES", COUNT, 2)
     # weighted routing: capacity kept spare beyond the data sources, as a fraction of them,
     # when GET /api/v1/nodes/count says how many nodes are desired
     capacity_headroom: float = setting(

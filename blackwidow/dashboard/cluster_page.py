@@ -6,16 +6,19 @@ webhooks' deliveries).
 Read through the functions behind `GET /api/v1/health`, `GET /api/v1/nodes` (the admin's),
 `GET /api/v1/nodes/count` (anyone's) and the alerts' history (blackwidow.alerts.history,
 whose deliveries `.../webhooks/deliveries` lists): a user sees what the API shows a user.
+The admin removes a dead node here as `DELETE /api/v1/nodes/<id>` does.
 """
 
 from __future__ import annotations
 
-from flask import render_template
+from flask import flash, redirect, render_template, url_for
 from flask.typing import ResponseReturnValue
 
 from blackwidow import health, node_records
 from blackwidow.alerts import history
 from blackwidow.api.context import caller, hub, transaction
+from blackwidow.auth import require_admin
+from blackwidow.core.domain_errors import Conflict
 from blackwidow.dashboard.blueprint import blp
 from blackwidow.models import utcnow
 
@@ -28,8 +31,9 @@ def cluster_page() -> ResponseReturnValue:
     with transaction() as session:
         detail = health.detail(session, hub().store, utcnow(), settings.monitor_shards, hub().queue)
         nodes = node_records.report(session, settings.monitor_shards) if who.is_admin else None
+        weighted = settings.routing == "weighted"
         count = node_records.count(
-            session, settings.routing == "weighted", settings.capacity_headroom
+            session, weighted, settings.capacity_headroom, settings.min_nodes
         )
         alerts = history.events(session, None if who.is_admin else who.user_id, SHOWN_ALERTS)
     return render_template(
@@ -41,3 +45,18 @@ def cluster_page() -> ResponseReturnValue:
         phi_suspect=settings.phi_suspect,
         phi_dead=settings.phi_dead,
     )
+
+
+@blp.route("/nodes/<int:node_id>/remove", methods=["POST"], endpoint="remove_node")
+def remove_node(node_id: int) -> ResponseReturnValue:
+    """The admin forgets a dead node, as `DELETE /api/v1/nodes/<id>` does; a live one is
+    refused, and the page says why."""
+    with transaction() as session:
+        require_admin(caller())
+        try:
+            node_records.remove(session, node_id)
+        except Conflict as error:
+            flash(f"Node {node_id} not removed: {error.message}", "error")
+            return redirect(url_for("dashboard.cluster"), 303)
+    flash(f"Node {node_id} removed.", "done")
+    return redirect(url_for("dashboard.cluster"), 303)

@@ -1,7 +1,7 @@
-"""The poll half's alert transitions: node.dead, node.holding, source.failing and the budget
-crossings, each emitted once per transition, in the poll's own transaction.
+"""The poll half's alert transitions: node.dead, node.left, node.holding, source.failing and the
+budget crossings, each emitted once per transition, in the poll's own transaction.
 
-node.dead and the budget crossings compare with what SQL held before the poll, so a new
+node.dead, node.left and the budget crossings compare with what SQL held before the poll, so a new
 leader never repeats them. How long a data source has failed, and whether a node was already
 reported holding, are kept in memory: a new leader judges them afresh, so one still true at a
 change of leader is reported once more (with a new event id).
@@ -39,6 +39,10 @@ class PollAlerts:
     def node_dead(self, session: Session, node_id: int, url: str) -> None:
         self._holding.discard(node_id)
         self._alerts.emit(session, [events.node_dead(node_id, url)])
+
+    def node_left(self, session: Session, node_id: int, url: str, crawlers_held: int) -> None:
+        self._holding.discard(node_id)
+        self._alerts.emit(session, [events.node_left(node_id, url, crawlers_held)])
 
     def failing(self, crawler_id: int, failing: bool, now: float) -> None:
         """A crawler's data source began or stopped getting nothing (as its node says)."""

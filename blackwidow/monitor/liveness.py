@@ -9,33 +9,38 @@ every shard's leader polls every node for its own crawlers and records their sta
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from datetime import timedelta
 
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import bindparam, case, delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from blackwidow import node_records
 from blackwidow.core.node_protocol import REPLAY_WINDOW
-from blackwidow.models import LIVE_NODE_STATES, Assignment, Node, utcnow
-from blackwidow.monitor import pruning, quota_grants
+from blackwidow.models import LIVE_NODE_STATES, POLLED_NODE_STATES, Assignment, Node, utcnow
+from blackwidow.monitor import pruning, quota_grants, rates
 from blackwidow.monitor.alerting import PollAlerts
 from blackwidow.monitor.detector import FailureDetector, Verdict
 from blackwidow.monitor.figures import MonitorFigures
 from blackwidow.monitor.memory.shard import ShardMemory
 from blackwidow.monitor.poller import NodeReport, poll_all
 from blackwidow.monitor.report_intake import StatusIntake
+from blackwidow.monitor.silent_nodes import ProbeSchedule, Silences
 from blackwidow.node_client import NodeClient, NodeTarget
+from sources.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
 # phi of every node costs about 0.2 ms each: shown to operators at most this often
 PHI_SHOWN_EVERY = 10.0
+PROBE_BACKOFF = Backoff(first=2.0, cap=30.0)  # seconds between probes of a silent dead node
 
 _answered = (
     update(Node.__table__)
     .where(Node.id == bindparam("node"), Node.generation == bindparam("b_generation"))
     .values(
-        state="active",
+        state=case((Node.__table__.c.state == "leaving", "leaving"), else_="active"),
         last_polled_at=bindparam("at"),
         subscribers=bindparam("subscribers"),
         data_sources=bindparam("sources"),
@@ -60,6 +65,9 @@ class Liveness:
         watch: PollAlerts,
         dead_node_retention: float = 86_400.0,
         figures: MonitorFigures | None = None,
+        probe_backoff: Backoff = PROBE_BACKOFF,
+        wall: Callable[[], float] = time.time,  # the clock shown rates are sampled at
+        rate_window: float = rates.DEFAULT_WINDOW,
     ) -> None:
         self._sessions = sessions
         self._figures = figures or MonitorFigures()
@@ -68,12 +76,14 @@ class Liveness:
         self._memory = memory
         self._clock = clock
         self._probe_dead_for = probe_dead_for
+        self._probes = ProbeSchedule(probe_backoff)  # dead nodes are probed less and less often
+        self._silences = Silences(clock)  # a node's failing polls: one line, not one a poll
         self._leading = leading  # False once the lock lapsed: a stale leader records nothing
         # raises unless the lock is still this leader's, in the database; called last in
         # each transaction, once SQLite's write lock is held (PostgreSQL: see leader.fence)
         self._fence = fence
         self._watch = watch
-        self._statuses = StatusIntake(memory, watch)
+        self._statuses = StatusIntake(memory, watch, wall, rate_window)
         self._dead_node_retention = dead_node_retention
         self._pruned_at: float | None = None
         self._started_at = clock()  # a node silent since before it may have answered then
@@ -82,6 +92,8 @@ class Liveness:
     def poll_once(self) -> None:
         with self._sessions.begin() as session:
             targets, probes = self._targets(session)
+        self._silences.keep([*targets, *(probe.id for probe in probes)])
+        probes = self._probes.due(probes, self._clock())
         unanswered: dict[int, tuple[float, float]] = {}
         reports = poll_all(
             self._client,
@@ -89,9 +101,12 @@ class Liveness:
             self._memory.since_of,
             self._clock,
             unanswered,
+            self._figures,
+            self._silences,
         )
         for probe in probes:  # a dead node's answer is not a heartbeat: it only fences it
-            reports.pop(probe.id, None)
+            answer = reports.pop(probe.id, None)
+            self._probes.probed(probe.id, answer is not None, self._clock())
         failed = sum(1 for report in reports.values() if report is None)
         self._figures.count("polls.ok", len(reports) - failed)
         self._figures.count("polls.failed", failed)
@@ -124,8 +139,8 @@ class Liveness:
         self._prune(now)
 
     def _prune(self, now: float) -> None:
-        """Shard 0's housekeeping, at most once per PRUNE_INTERVAL: dead nodes past retention,
-        then delivery runs that can report no more."""
+        """Shard 0's housekeeping, at most once per PRUNE_INTERVAL: dead nodes past retention
+        and nodes that left, then delivery runs that can report no more."""
         if self._detector is None:
             return
         if self._pruned_at is not None and now - self._pruned_at < pruning.PRUNE_INTERVAL:
@@ -134,6 +149,8 @@ class Liveness:
         silent_since = utcnow() - timedelta(seconds=self._dead_node_retention)
         with self._sessions.begin() as session:
             deleted = pruning.forget_dead_nodes(session, silent_since)
+            left_before = utcnow() - timedelta(seconds=node_records.LEFT_KEPT_FOR)
+            deleted += node_records.forget_left(session, left_before)
             runs = pruning.forget_finished_runs(
                 session, utcnow() - timedelta(seconds=2 * REPLAY_WINDOW)
             )
@@ -141,7 +158,7 @@ class Liveness:
             log.info("pruned dead_nodes=%s runs=%s", deleted, runs)
 
     def _targets(self, session: Session) -> tuple[dict[int, NodeTarget], list[NodeTarget]]:
-        """Live nodes to poll, and recently dead ones to probe.
+        """Live and leaving nodes to poll, and recently dead ones to probe.
 
         A node written off while only partitioned may still be crawling. Its probe carries
         the generation it was declared dead in, newer than its own, so as soon as it can be
@@ -151,7 +168,7 @@ class Liveness:
         recent = utcnow() - timedelta(seconds=self._probe_dead_for)
         rows = session.execute(
             select(Node.id, Node.url, Node.generation, Node.state).where(
-                Node.state.in_(LIVE_NODE_STATES)
+                Node.state.in_(POLLED_NODE_STATES)
                 | ((Node.state == "dead") & (Node.last_polled_at > recent))
             )
         )
@@ -213,13 +230,15 @@ class Liveness:
         node = session.get(Node, target.id)
         if node is None or node.generation != target.generation:
             return False  # it registered again meanwhile: judge the new generation next cycle
+        if node.state == "leaving":  # it said it stops: silence is its leaving, not a death
+            held = self._write_off(session, node, "left")
+            log.info("node left node=%s url=%s crawlers_held=%s", node.id, node.url, held)
+            self._watch.node_left(session, node.id, node.url, held)
+            return True
         verdict = self._detector.verdict(node.id, now)
         if verdict is Verdict.DEAD:
             log.warning("node declared dead node=%s url=%s", node.id, node.url)
-            node.state = "dead"
-            node.generation += 1  # fences the old generation off (see _targets)
-            self._detector.forget(node.id)
-            session.execute(delete(Assignment).where(Assignment.node_id == node.id))
+            self._write_off(session, node, "dead")
             self._watch.node_dead(session, node.id, node.url)
             return True
         shown = "suspect" if verdict is Verdict.SUSPECT else "active"
@@ -227,6 +246,17 @@ class Liveness:
             log.warning("node %s node=%s url=%s", shown, node.id, node.url)
             node.state = shown
         return False
+
+    def _write_off(self, session: Session, node: Node, state: str) -> int:
+        """A node gone (dead, or left): its generation fenced off (see _targets), its
+        assignments dropped; how many crawlers it still held. They move as a lost node's
+        do (_remember): a bounded one once its leases there would have lapsed."""
+        assert self._detector is not None
+        node.state = state
+        node.generation += 1
+        self._detector.forget(node.id)
+        dropped = session.execute(delete(Assignment).where(Assignment.node_id == node.id))
+        return int(dropped.rowcount or 0)
 
     def _remember(
         self,

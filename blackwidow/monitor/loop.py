@@ -7,7 +7,8 @@ renews on its own thread, several times per lock lifetime, so neither slow polls
 placement can let a lock lapse; polls never wait for placement work, so a long placement
 cannot make nodes miss their polls. A new leader starts with a fresh failure detector,
 which gives every node the benefit of the doubt, and full polls, which tell it everything
-the nodes run.
+the nodes run. While the database does not answer, the threads keep trying, and the outage
+is one line for all of them (blackwidow.readiness.database_outage), not a traceback a round.
 """
 
 from __future__ import annotations
@@ -25,8 +26,11 @@ from collections.abc import Callable
 from sqlalchemy.orm import Session, sessionmaker
 
 from blackwidow import readiness
+from blackwidow.alerts.delivery import delivery_thread
 from blackwidow.alerts.events import Emitter
+from blackwidow.alerts.outbox import AlertOutbox
 from blackwidow.core.node_protocol import Shard
+from blackwidow.core.outages import Outage
 from blackwidow.core.settings import Settings
 from blackwidow.models import utcnow
 from blackwidow.monitor import holders, leader
@@ -39,6 +43,7 @@ from blackwidow.monitor.reconcile import Reconciler
 from blackwidow.monitor.routing import Router
 from blackwidow.monitor.turns import Turns
 from blackwidow.node_client import NodeClient
+from sources.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +70,27 @@ def lock_ttl(settings: Settings) -> float:
 def lease_after(settings: Settings) -> float:
     """A node's leases lapse after as many missed polls as a leader's lock."""
     return lock_ttl(settings)
+
+
+def probe_backoff(settings: Settings) -> Backoff:
+    """Probes of a dead node: a poll interval after it is declared dead, doubling while it
+    stays silent, up to half `detach_after`, so a node that was only cut off still hears of
+    it before its own timer would detach it."""
+    return Backoff(
+        first=settings.poll_interval,
+        cap=max(settings.poll_interval, settings.detach_after / 2),
+    )
+
+
+def _failed(database: Outage, error: Exception, what: str, shard: Shard | None = None) -> None:
+    """A round that raised: the database's outage said once, anything else with its traceback
+    (one bad round must not end the thread)."""
+    if readiness.is_outage(error):
+        database.failed(error)
+    elif shard is None:
+        log.exception("%s", what)
+    else:
+        log.exception("%s shard=%s", what, shard)
 
 
 def shard_halves(
@@ -101,11 +127,14 @@ def shard_halves(
         memory,
         clock=clock,
         probe_dead_for=2 * settings.detach_after,
+        probe_backoff=probe_backoff(settings),
         leading=leading,
         fence=fence,
         watch=PollAlerts(alerts, settings.source_failing_after, settings.node_holding_items),
         dead_node_retention=settings.dead_node_retention,
         figures=figures,
+        wall=wall,
+        rate_window=settings.rate_window,
     )
     reconciler = Reconciler(
         sessions,
@@ -148,6 +177,7 @@ class Leadership:
         self._stopping = threading.Event()
         self._interval = settings.poll_interval
         self._record = record
+        self._database = readiness.database_outage(sessions)
         self.memory = ShardMemory(lease_after(settings))
         self.liveness, self.reconciler = shard_halves(
             shard, lead, sessions, settings, self.memory, self.valid, figures, alerts, turns=turns
@@ -175,8 +205,8 @@ class Leadership:
                     self.liveness.poll_once()
                 except leader.LeadLost as lost:  # the lock keeper drops the shard next
                     log.warning("poll not recorded shard=%s reason=%s", self.shard, lost)
-                except Exception:  # one bad poll must not end the shard's polling
-                    log.exception("poll failed shard=%s", self.shard)
+                except Exception as error:
+                    _failed(self._database, error, "poll failed", self.shard)
                 self.memory.poll_seconds = time.monotonic() - started
             self._stopping.wait(max(0.0, self._interval - (time.monotonic() - started)))
 
@@ -190,13 +220,11 @@ class Leadership:
             started = time.monotonic()
             try:
                 self.reconciler.reconcile_once(dict(self.memory.targets))
+                self._record(self, self.memory.poll_seconds + time.monotonic() - started)
             except leader.LeadLost as lost:
                 log.warning("pass not recorded shard=%s reason=%s", self.shard, lost)
-                continue
-            except Exception:  # one bad pass must not end the shard's reconciling
-                log.exception("reconcile failed shard=%s", self.shard)
-                continue
-            self._record(self, self.memory.poll_seconds + time.monotonic() - started)
+            except Exception as error:
+                _failed(self._database, error, "reconcile failed", self.shard)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -223,6 +251,7 @@ class MonitorLoop(threading.Thread):
         self._turns = Turns()  # renewals ahead of the shards' bulk records
         self._lock_ttl = lock_ttl(settings)
         self._renew_interval = self._lock_ttl / RENEWALS_PER_TTL
+        self._database = readiness.database_outage(sessions)
 
     def _lead(self) -> None:
         """Renew the shards led, take free ones up to the fair share, hand back extras.
@@ -303,8 +332,8 @@ class MonitorLoop(threading.Thread):
             started = time.monotonic()
             try:
                 self._lead()
-            except Exception:  # a database hiccup: the locks are renewed next time, or lapse
-                log.exception("monitor lock renewal failed")
+            except Exception as error:  # the locks are renewed next time, or lapse
+                _failed(self._database, error, "monitor lock renewal failed")
             self._stopping.wait(max(0.0, self._renew_interval - (time.monotonic() - started)))
 
     def stop(self) -> None:
@@ -320,9 +349,10 @@ class MonitorLoop(threading.Thread):
             leader.leave(session, self._holder)
 
 
-def run_alone(sessions: sessionmaker[Session], settings: Settings, alerts: Emitter) -> None:
+def run_alone(sessions: sessionmaker[Session], settings: Settings, alerts: AlertOutbox) -> None:
     """A process that only runs the monitor (`blackwidow monitor`): until SIGTERM or SIGINT,
-    then the locks are handed over at once."""
+    then the locks are handed over at once. It delivers the webhook rows its own alerts write
+    (the hub processes beside it are not told of them)."""
     stopping = threading.Event()
 
     def _stop(signum: int, _frame: object) -> None:
@@ -332,7 +362,10 @@ def run_alone(sessions: sessionmaker[Session], settings: Settings, alerts: Emitt
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     monitor = MonitorLoop(sessions, settings, alerts)
+    deliveries = delivery_thread(sessions, settings, alerts)
     monitor.start()
+    deliveries.start()
     log.info("monitor started")
     stopping.wait()
     monitor.stop()
+    deliveries.stop()

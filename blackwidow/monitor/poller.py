@@ -6,21 +6,20 @@ with what changed since then: a steady poll carries almost nothing.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from blackwidow.core.node_protocol import Cursor, ProtocolError, Renewal
+from blackwidow.monitor.figures import MonitorFigures
+from blackwidow.monitor.silent_nodes import Silences
 from blackwidow.node_client import (
     NodeClient,
     NodeRejected,
     NodeTarget,
     NodeUnreachable,
 )
-
-log = logging.getLogger(__name__)
 
 MAX_PARALLEL_CALLS = 64  # a node that times out holds up one of them, not the poll
 
@@ -114,14 +113,19 @@ def _poll(
     since: Since,
     clock: Callable[[], float],
     unanswered: dict[int, tuple[float, float]],
+    silences: Silences | None,
 ) -> NodeReport | None:
     asked_at = clock()
     try:
-        return NodeReport.from_answer(client.poll(node, *since), clock(), asked_at)
+        report = NodeReport.from_answer(client.poll(node, *since), clock(), asked_at)
     except (NodeUnreachable, NodeRejected, KeyError, TypeError, ValueError, ProtocolError) as error:
-        log.info("poll failed node=%s url=%s error=%s", node.id, node.url, error)
         unanswered[node.id] = (asked_at, clock())
+        if silences is not None:  # one line when its polls start failing, not one a poll
+            silences.failed(node, error)
         return None
+    if silences is not None:
+        silences.answered(node.id)
+    return report
 
 
 def poll_all(
@@ -130,12 +134,21 @@ def poll_all(
     since_of: Callable[[int], Since],
     clock: Callable[[], float],
     unanswered: dict[int, tuple[float, float]] | None = None,
+    figures: MonitorFigures | None = None,
+    silences: Silences | None = None,
 ) -> dict[int, NodeReport | None]:
     """node id -> its report, or None when it gave no usable answer; for those, `unanswered`
     gets when their poll went out and when it failed (the node's silence is judged then,
-    however long the other nodes' polls took)."""
+    however long the other nodes' polls took). `figures` get how long each answer took;
+    `silences` when a node stops answering and when it answers again."""
     failed = {} if unanswered is None else unanswered
-    return in_parallel(nodes, lambda node: _poll(client, node, since_of(node.id), clock, failed))
+    reports = in_parallel(
+        nodes, lambda node: _poll(client, node, since_of(node.id), clock, failed, silences)
+    )
+    if figures is not None:
+        answered = {n: r for n, r in reports.items() if r is not None and r.asked_at is not None}
+        figures.polled({n: r.answered_at - r.asked_at for n, r in answered.items()}, reports)
+    return reports
 
 
 def in_parallel(nodes: Sequence[NodeTarget], call: Callable[[NodeTarget], Any]) -> dict[int, Any]:

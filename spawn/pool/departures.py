@@ -45,6 +45,9 @@ class DepartedRuns:
             del self._by_run[oldest]
             self._forgotten.append(oldest)
 
+    def __len__(self) -> int:
+        return len(self._by_run)
+
     def renumber(self, counter: ChangeCounter) -> None:
         """The pool started a new change stream: every entry is news to every poller."""
         for departed in self._by_run.values():
@@ -85,6 +88,10 @@ class Departures:
         """A run a killed predecessor left in the ledger, reported as stopped."""
         runs = self._sources if counts.kind == "source" else self._subscribers
         runs.keep(counts.key, counts.run, counts.final, counter)
+
+    def waiting(self) -> int:
+        """Stopped runs whose final counts no poll has applied yet."""
+        return len(self._sources) + len(self._subscribers)
 
     def forgotten(self) -> list[str]:
         """The runs dropped since the last call, applied or pushed out by the bound."""

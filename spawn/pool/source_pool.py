@@ -346,6 +346,12 @@ class DataSourcePool:
         entry = self._subscribers.get(crawler_id)
         return entry and entry[0]
 
+    def departures_waiting(self) -> int:
+        """Stopped runs whose final counts wait for a poll to apply them (a leaving node
+        stays until none does)."""
+        with self._lock:
+            return self._departed.waiting()
+
     def counts(self, keys: KeyFilter = None) -> tuple[int, int]:
         """(subscribers, data sources) whose source key passes `keys`."""
         with self._lock:

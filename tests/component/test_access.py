@@ -21,6 +21,7 @@ from sqlalchemy import MetaData, select
 
 from blackwidow.app import create_app
 from blackwidow.core.tokens import hash_token
+from blackwidow.models import Node
 from sources.model import Item
 from tests.component.conftest import ADMIN, SECRET, bearer, hub_settings
 
@@ -76,6 +77,8 @@ ACCESS: dict[tuple[str, str], Rule] = {
     ("POST", "/api/v1/users"): Rule(Access.ADMIN, {"name": "mallory", "item_limit": 5}),
     ("GET", "/api/v1/nodes"): Rule(Access.ADMIN),
     ("POST", "/api/v1/nodes"): Rule(Access.CLUSTER, {"url": "http://127.0.0.1:9", "capacity": 1}),
+    ("POST", "/api/v1/nodes/<int:node_id>/leave"): Rule(Access.CLUSTER, {"generation": 1}),
+    ("DELETE", "/api/v1/nodes/<int:node_id>"): Rule(Access.ADMIN),
     ("GET", "/api/v1/crawlers"): Rule(Access.CALLER),
     ("POST", "/api/v1/crawlers"): Rule(Access.CALLER, rss("bob-second")),
     ("POST", "/api/v1/crawlers/batch"): Rule(Access.CALLER, {"crawlers": [rss("bob-batch")]}),
@@ -136,6 +139,7 @@ ACCESS: dict[tuple[str, str], Rule] = {
     ("POST", "/crawlers/<int:crawler_id>/delete"): Rule(Access.OWNER, via=Via.SESSION),
     ("GET", "/crawlers/<int:crawler_id>/items.jsonl"): Rule(Access.OWNER, via=Via.SESSION),
     ("GET", "/crawlers/<int:crawler_id>/items.csv"): Rule(Access.OWNER, via=Via.SESSION),
+    ("POST", "/nodes/<int:node_id>/remove"): Rule(Access.ADMIN, via=Via.SESSION),
 }
 
 # The path variable that names whose record a scoped route reaches.
@@ -176,6 +180,7 @@ class World:
     ana_crawler: dict[str, Any]
     bob_crawler: dict[str, Any]
     ana_webhook: int
+    node_id: int  # a node that left: the admin may remove it, and saying it left is idempotent
 
     def path(self, rule: str, **given: Any) -> str:
         """The rule with its variables filled: by default, A's crawler, A and A's credential."""
@@ -187,6 +192,7 @@ class World:
             "conversation_id": THREAD,
             "filename": "anything.txt",
             "webhook_id": self.ana_webhook,
+            "node_id": self.node_id,
             **given,
         }
 
@@ -241,7 +247,10 @@ def world(hub_app: Flask, client: FlaskClient, make_user: Callable[..., dict[str
         f"/api/v1/users/{ana['id']}/webhooks", json=WEBHOOK, headers=bearer(ana["token"])
     )
     assert hook.status_code == 201, hook.json
-    return World(ana, bob, *crawlers, hook.json["id"])
+    node = client.post("/api/v1/nodes", json={"url": "http://127.0.0.1:9"}, headers=bearer(SECRET))
+    with hub_app.extensions["blackwidow"].sessions.begin() as session:
+        session.get(Node, node.json["id"]).state = "left"
+    return World(ana, bob, *crawlers, hook.json["id"], node.json["id"])
 
 
 def snapshot(app: Flask, world: World) -> dict[str, Any]:

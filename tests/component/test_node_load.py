@@ -124,8 +124,11 @@ def test_the_nodes_api_lists_capacity_and_the_load_the_latest_poll_reported(
 
 @pytest.fixture
 def weighted(database_url: str, tmp_path: Path) -> Iterator[FlaskClient]:
-    """A hub routing by weight, keeping half the data sources' count spare."""
-    settings = hub_settings(database_url, tmp_path, routing="weighted", capacity_headroom=0.5)
+    """A hub routing by weight, keeping half the data sources' count spare, with no floor
+    above one node."""
+    settings = hub_settings(
+        database_url, tmp_path, routing="weighted", capacity_headroom=0.5, min_nodes=1
+    )
     app = create_app(settings)
     yield app.test_client()
     with app.extensions["blackwidow"].sessions() as session:

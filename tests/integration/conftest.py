@@ -199,8 +199,10 @@ class Cluster:
         return requests.get(f"{node.url}/healthz", timeout=5).json()
 
     def stop(self) -> None:
-        """Stop every process this cluster started, the latest first (nodes before hubs)."""
-        for process in reversed(self._started):
+        """Stop every process this cluster started, the latest first, the nodes last: with no
+        hub to tell they are leaving, they stop at once rather than hand their crawlers on."""
+        nodes = [p for p in reversed(self._started) if p in self.nodes]
+        for process in [p for p in reversed(self._started) if p not in nodes] + nodes:
             process.stop()
 
 
