@@ -14,7 +14,7 @@ from blackwidow.alerts import events
 from blackwidow.alerts.events import Emitter
 from blackwidow.core.domain_errors import Conflict, NotFound
 from blackwidow.core.node_protocol import Shard
-from blackwidow.models import LIVE_NODE_STATES, Crawler, MonitorLock, Node, utcnow
+from blackwidow.models import LIVE_NODE_STATES, MAX_INTEGER, Crawler, MonitorLock, Node, utcnow
 from blackwidow.monitor.leader import lock_name
 
 _NODE_FIELDS = ("id", "url", "state", "generation", "capacity", "subscribers", "data_sources")
@@ -115,14 +115,21 @@ def desired(
     return max(floor, 1, math.ceil(data_sources / average))
 
 
+def _locked(session: Session, node_id: int) -> Node:
+    """The node's row, locked for this transaction. No id passes MAX_INTEGER, and PostgreSQL
+    refuses to compare one that does: not asked."""
+    node = session.get(Node, node_id, with_for_update=True) if node_id <= MAX_INTEGER else None
+    if node is None:
+        raise NotFound(f"node {node_id}: not found")
+    return node
+
+
 def leave(session: Session, node_id: int, generation: int) -> Node:
     """A node stopping gracefully says so: it is `leaving`. The monitor routes nothing more
     to it and moves its crawlers off it at its next pass, the way any crawler moves (removed
     there first, so leases stay exact); once the node stopped and its polls fail, it has
     `left` (blackwidow.monitor.liveness). Saying it again changes nothing."""
-    node = session.get(Node, node_id, with_for_update=True)
-    if node is None:
-        raise NotFound(f"node {node_id}: not found")
+    node = _locked(session, node_id)
     if node.state in ("leaving", "left"):
         return node
     if node.generation != generation or node.state == "dead":
@@ -139,9 +146,7 @@ def leave(session: Session, node_id: int, generation: int) -> Node:
 def remove(session: Session, node_id: int) -> None:
     """An admin forgets a dead (or left) node; a live one is refused: it would only register
     again, and stopping it makes it leave by itself."""
-    node = session.get(Node, node_id, with_for_update=True)
-    if node is None:
-        raise NotFound(f"node {node_id}: not found")
+    node = _locked(session, node_id)
     if node.state not in ("dead", "left"):
         raise Conflict(
             f"node {node_id} is {node.state}: only a dead node can be removed (stop it, and it"
