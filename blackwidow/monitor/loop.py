@@ -72,14 +72,10 @@ def lease_after(settings: Settings) -> float:
     return lock_ttl(settings)
 
 
-def probe_backoff(settings: Settings) -> Backoff:
-    """Probes of a dead node: a poll interval after it is declared dead, doubling while it
-    stays silent, up to half `detach_after`, so a node that was only cut off still hears of
-    it before its own timer would detach it."""
-    return Backoff(
-        first=settings.poll_interval,
-        cap=max(settings.poll_interval, settings.detach_after / 2),
-    )
+# Probes of a dead node go at every poll: a node written off while only cut off may still be
+# crawling, and its probe is what fences it once it can be reached (a later probe is a longer
+# double run). The probe window ends them; a silent node's polls are one log line, not one each.
+PROBE_EVERY_POLL = Backoff(first=0.0, cap=0.0)
 
 
 def _failed(database: Outage, error: Exception, what: str, shard: Shard | None = None) -> None:
@@ -127,7 +123,7 @@ def shard_halves(
         memory,
         clock=clock,
         probe_dead_for=2 * settings.detach_after,
-        probe_backoff=probe_backoff(settings),
+        probe_backoff=PROBE_EVERY_POLL,
         leading=leading,
         fence=fence,
         watch=PollAlerts(alerts, settings.source_failing_after, settings.node_holding_items),
