@@ -19,12 +19,12 @@ if TYPE_CHECKING:
 
 def _settings(*, serves: bool = True, **overrides: object) -> Settings:
     """The settings as every entry point that serves checks them (blackwidow.core.startup), with
-    logging set up in their format at --log-level; `overrides` are the command's options."""
+    logging set up in their format at --log-level; `overrides` are the command's options,
+    checked as the variables they stand for are."""
     from blackwidow.core import startup
 
     log_level = click.get_current_context().find_root().params["log_level"]
-    settings = startup.settings_or_exit(serves=serves, log_level=log_level.upper())
-    return settings.replace(**{k: v for k, v in overrides.items() if v is not None})
+    return startup.settings_or_exit(serves=serves, log_level=log_level.upper(), overrides=overrides)
 
 
 @click.group()

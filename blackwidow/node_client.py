@@ -1,4 +1,5 @@
-"""The hub's calls to a node: push, remove and poll subscribers. Thin: no decisions here.
+"""The hub's calls to a node: push, remove and poll subscribers, and the call back that checks
+a registering node's URL. Thin: no decisions here.
 
 Every call carries the cluster secret, the node's generation, and the calling monitor's
 shard and lock epoch, and never follows redirects (a node URL must not become a way to make
@@ -38,6 +39,9 @@ MAX_BATCH = node_schemas.MAX_BATCH // 2
 KEPT_CONNECTIONS = 4096  # nodes whose keep-alive connections stay open between cycles
 CALLS_AT_ONCE_PER_NODE = 4  # connections kept per node: a poll and pushes may overlap
 SECONDS_PER_SPEC = 0.01  # a batch's answer may take this much longer per spec it carries
+# seconds a registering node has to answer the hub's call back: well within the node's own
+# wait for the registration's answer (spawn.registration)
+CALLBACK_TIMEOUT = 3.0
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,36 @@ class NodeClient:
         for start in range(0, len(crawler_ids), MAX_BATCH):
             batch = crawler_ids[start : start + MAX_BATCH]
             self._call("DELETE", node, "/subscribers", {"crawler_ids": batch}, entries=len(batch))
+
+
+def unreachable_because(
+    url: str, networks: tuple[node_networks.Network, ...] = (), timeout: float = CALLBACK_TIMEOUT
+) -> str | None:
+    """Why the hub cannot reach a node at `url`, or None when it can: one `GET /healthz`
+    (open, so the secret is not sent to a URL not yet known to be a node) under the rules
+    polls follow, answered by a node. A registration asks it first, so a wrong advertise URL
+    is refused with this reason rather than registered and then declared dead."""
+    http = urllib3.PoolManager(retries=False)
+    if networks:
+        http.pool_classes_by_scheme = peer_checked_pools(  # type: ignore[assignment]
+            lambda host, address: node_networks.refusal(host, [address], networks)
+        )
+    try:
+        response = http.request("GET", f"{url}/healthz", timeout=timeout, redirect=False)
+    except (urllib3.exceptions.HTTPError, OSError, FetchError) as error:
+        # urllib3 opens with the pool's repr ("HTTPConnection(host=..., port=...): ...")
+        return str(error).split("): ", 1)[-1] or type(error).__name__
+    finally:
+        http.clear()
+    if response.status != 200:
+        return f"GET /healthz answered HTTP {response.status}"
+    try:
+        role = json.loads(response.data).get("role")
+    except (ValueError, AttributeError):
+        role = None
+    if role != "node":
+        return "GET /healthz did not answer as a Black Widow node"
+    return None
 
 
 def _reason(data: bytes, status: int) -> str:

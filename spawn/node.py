@@ -37,6 +37,8 @@ class NodeState:
         self.polls = 0  # polls answered, any shard's: a leaving node counts them (registration)
         self._lock = threading.Lock()
         self.registered = threading.Event()
+        # why it is not registered, while it is not (spawn.registration): /readyz says it
+        self.registration_problem: str | None = "no answer from the hub yet"
         self._shard_polled_at: dict[Shard, float] = {}  # a shard's poll confirms its subscribers
         self._epochs: dict[Shard, int] = {}  # the newest leader epoch heard, per shard
 
@@ -46,6 +48,7 @@ class NodeState:
             self.generation = generation
             self._epochs.clear()  # a new registration may be with a hub of another database
             self.last_polled_at = self.clock()  # detach_after counts from registration
+            self.registration_problem = None
         self.registered.set()
         log.info("node registered node=%s generation=%s", node_id, generation)
 
@@ -136,5 +139,6 @@ class NodeState:
         log.warning("node detached node=%s reason=%s", self.node_id, reason)
         with self._lock:
             self.generation = None
+            self.registration_problem = f"detached ({reason}), registering again"
         self.registered.clear()
         self.pool.clear()

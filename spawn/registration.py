@@ -21,8 +21,18 @@ RETRY = Backoff(first=0.5, cap=10.0, jitter=0.5)
 LEAVE_CHECK_INTERVAL = 0.05  # seconds between looks at whether a leaving node is done
 
 
+class Refused(requests.HTTPError):
+    """The hub answered, and refused the registration: retrying as it is will not help until
+    someone fixes what `reason` names (the secret, the advertise URL)."""
+
+    def __init__(self, reason: str, response: requests.Response) -> None:
+        super().__init__(reason, response=response)
+        self.reason = reason
+
+
 def register_once(hub_url: str, node_url: str, capacity: int, secret: str) -> tuple[int, int]:
-    """One registration call; the hub's node id and generation, or an exception."""
+    """One registration call; the hub's node id and generation, or an exception (Refused
+    when the hub said no)."""
     response = requests.post(
         f"{hub_url.rstrip('/')}/api/v1/nodes",
         json={"url": node_url, "capacity": capacity},
@@ -30,18 +40,48 @@ def register_once(hub_url: str, node_url: str, capacity: int, secret: str) -> tu
         timeout=5,
         allow_redirects=False,
     )
+    if 400 <= response.status_code < 500:
+        raise Refused(refusal(response), response)
     response.raise_for_status()
     answer = response.json()
     return int(answer["id"]), int(answer["generation"])
 
 
+def refusal(response: requests.Response) -> str:
+    """Why the hub refused, in its words (docs/node-protocol.md "Registration"). A 401 can
+    only mean the secret: a node does not start without one."""
+    if response.status_code == 401:
+        return "cluster secret does not match the hub's"
+    try:
+        error = response.json()["error"]
+        return f"{error['field']}: {error['message']}" if error.get("field") else error["message"]
+    except (ValueError, KeyError, TypeError):
+        return f"HTTP {response.status_code}"
+
+
+def why_unregistered(error: Exception) -> str:
+    """One line for a failed attempt, the same for each retry of the same failure (no
+    addresses or timings in it), so the node says it once."""
+    if isinstance(error, Refused):
+        return f"registration refused: {error.reason}"
+    if isinstance(error, requests.HTTPError) and error.response is not None:
+        return f"registration failed: the hub answered HTTP {error.response.status_code}"
+    if isinstance(error, requests.RequestException):
+        return f"registration failed: the hub does not answer ({type(error).__name__})"
+    return f"registration failed: the hub's answer is not a registration ({error!r})"
+
+
 def keep_registering(
     node: NodeState, hub_url: str, node_url: str, capacity: int, secret: str, stop: threading.Event
 ) -> None:
-    """Loop for the node's lifetime: whenever the node is not registered, register it."""
+    """Loop for the node's lifetime: whenever the node is not registered, register it. Each
+    reason it is not is logged once, as a warning, until it changes or the node registers;
+    /readyz says it meanwhile (NodeState.registration_problem)."""
     failures = 0
+    said = None
     while not stop.is_set():
         if node.registered.is_set():
+            said = None
             stop.wait(0.2)
             continue
         try:
@@ -50,7 +90,10 @@ def keep_registering(
         except (requests.RequestException, ValueError, KeyError) as error:
             failures += 1
             delay = RETRY.delay(failures, random.random())
-            log.warning("registration failed hub=%s retry_in=%.1fs error=%s", hub_url, delay, error)
+            node.registration_problem = reason = why_unregistered(error)
+            if reason != said:
+                log.warning("%s hub=%s url=%s retry_in=%.1fs", reason, hub_url, node_url, delay)
+                said = reason
             stop.wait(delay)
 
 

@@ -82,12 +82,13 @@ class SinkRecorder:
 
 
 @contextmanager
-def served(app: Any, name: str) -> Iterator[str]:
-    """An app served by waitress on a loopback port, in a thread of this process: its URL."""
+def served(app: Any, name: str, port: int = 0) -> Iterator[str]:
+    """An app served by waitress on a loopback port (any free one unless given), in a thread
+    of this process: its URL."""
     from blackwidow.core import serving
 
     server: Any
-    server, url = serving.bind(app, "127.0.0.1", 0)
+    server, url = serving.bind(app, "127.0.0.1", port)
     thread = threading.Thread(target=server.run, name=name, daemon=True)
     thread.start()
     try:

@@ -9,7 +9,7 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from blackwidow import node_records
+from blackwidow import node_client, node_records
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.list_args import PageArgs
 from blackwidow.api.paging import LINK_HEADER, next_link, paged
@@ -23,6 +23,7 @@ from blackwidow.api.schemas import (
 )
 from blackwidow.auth import require_admin
 from blackwidow.core import node_networks
+from blackwidow.core.domain_errors import Invalid
 from blackwidow.models import Node
 
 blp = Blueprint("nodes", __name__, url_prefix="/api/v1/nodes", description="Spawn nodes")
@@ -43,8 +44,18 @@ class Nodes(MethodView):
     @blp.arguments(NodeRegister())
     @blp.response(201, NodeRegistered)
     def post(self, data: dict[str, Any]) -> Node:
-        """Register a node at its URL (the cluster secret): its id and generation."""
-        node_networks.check_registration(data["url"], hub().settings.node_networks)
+        """Register a node at its URL (the cluster secret): its id and generation. The hub
+        calls the URL back first, and refuses it (422, `url`) when it cannot reach a node
+        there: registered, it would only be declared dead a few seconds later."""
+        networks = hub().settings.node_networks
+        node_networks.check_registration(data["url"], networks)
+        why = node_client.unreachable_because(data["url"], networks)
+        if why is not None:
+            raise Invalid(
+                f"the hub could not reach this node at {data['url']}/healthz ({why}):"
+                " set the node's --advertise-url to a URL the hub can reach",
+                "url",
+            )
         with transaction() as session:
             return node_records.register(session, data["url"], data["capacity"], hub().alerts)
 

@@ -9,6 +9,7 @@ of error messages, so they never reach logs.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import hmac
 import ipaddress
@@ -25,6 +26,7 @@ from environs import Env, EnvValidationError
 from marshmallow import ValidationError, fields
 from marshmallow.validate import OneOf, Range
 
+from blackwidow.core.database_urls import database_url
 from sources.credentials import NAME_PATTERN
 from sources.registry import CREDENTIAL_SCHEMAS
 
@@ -36,6 +38,19 @@ MAX_PARSE_WORKERS = 64
 
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+PREFIX = "BLACKWIDOW_"
+# variables read outside Settings, so no warning calls them unknown: the analysts' commands'
+# (blackwidow.client.config) and the test suite's (tests/services, the model test)
+OTHER_VARIABLES = frozenset(
+    {
+        "BLACKWIDOW_HUB_URL",
+        "BLACKWIDOW_TOKEN",
+        "BLACKWIDOW_KEEP_SERVICES",
+        "BLACKWIDOW_SERVICE_CACHE",
+        "BLACKWIDOW_MODEL_HISTORIES",
+    }
+)
 
 
 class SettingsError(ValueError):
@@ -114,6 +129,16 @@ class _HttpUrl(fields.Field):
         return value.strip()
 
 
+class _DatabaseUrl(fields.Field):
+    """A URL for the hub's SQL, as SQLAlchemy is to get it (blackwidow.core.database_urls)."""
+
+    def _deserialize(self, value: str, attr: Any, data: Any, **kwargs: Any) -> str:
+        try:
+            return database_url(value)
+        except ValueError as error:
+            raise ValidationError(str(error)) from None
+
+
 class _Credentials(fields.Field):
     """`{"twitter": {"default": {"bearer_token": ...}}}`, each checked by its source's schema.
 
@@ -158,6 +183,7 @@ _PARSERS: dict[str, type[fields.Field]] = {
     "networks": _Networks,
     "http_url": _HttpUrl,
     "credentials": _Credentials,
+    "database_url": _DatabaseUrl,
 }
 
 
@@ -199,8 +225,9 @@ class Settings:
     """Every variable the hub and nodes read, one field each; unset, a field has its default."""
 
     # the hub's SQL (a SQLAlchemy URL): its users, crawlers, nodes and assignments
+    # (postgres:// is taken as PostgreSQL with psycopg 3; an unknown scheme stops the start)
     database_url: str = setting(
-        "BLACKWIDOW_DATABASE_URL", TEXT, factory=_sqlite_in_data_dir("hub.db")
+        "BLACKWIDOW_DATABASE_URL", Kind("database_url"), factory=_sqlite_in_data_dir("hub.db")
     )
     # the item store nodes write and the hub reads (sqlite:/// or cassandra://)
     store_url: str = setting("BLACKWIDOW_STORE", TEXT, factory=_sqlite_in_data_dir("items.db"))
@@ -390,6 +417,30 @@ def for_servers(environ: Mapping[str, str] | None = None) -> Settings:
     if missing:
         raise SettingsError(missing)
     return settings
+
+
+def variables(overrides: Mapping[str, Any]) -> dict[str, str]:
+    """A command's options (Settings field names) as the variables they stand for, so they
+    are checked as the variables are (`blackwidow hub --db URL`); unset ones left out."""
+    named = {
+        declared.name: declared.metadata["variable"] for declared in dataclasses.fields(Settings)
+    }
+    return {named[name]: str(value) for name, value in overrides.items() if value is not None}
+
+
+def unknown_variables(environ: Mapping[str, str]) -> dict[str, str | None]:
+    """Each BLACKWIDOW_* variable set that nothing reads, with the known name nearest to it
+    (None when none is near): a misspelt one would otherwise be ignored in silence. Names are
+    compared without the prefix, which every one shares."""
+    known = {declared.metadata["variable"] for declared in dataclasses.fields(Settings)}
+    known |= OTHER_VARIABLES
+    suffixes = [name.removeprefix(PREFIX) for name in known if name.startswith(PREFIX)]
+    unknown = sorted(name for name in environ if name.startswith(PREFIX) and name not in known)
+    found: dict[str, str | None] = {}
+    for name in unknown:
+        near = difflib.get_close_matches(name.removeprefix(PREFIX), suffixes, n=1)
+        found[name] = PREFIX + near[0] if near else None
+    return found
 
 
 _SESSION_KEY_LABEL = b"blackwidow dashboard session cookies"

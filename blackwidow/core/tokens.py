@@ -36,6 +36,20 @@ def bearer(authorization: str | None) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def require_cluster(authorization: str | None, cluster_secret: str | None) -> None:
-    if not same_secret(bearer(authorization), cluster_secret):
-        raise ApiError(401, "unauthorized", "cluster secret required", "Authorization")
+def require_cluster(
+    authorization: str | None, cluster_secret: str | None, holder: str = "hub"
+) -> None:
+    """401 unless the call carries the cluster secret. The message tells a missing secret from
+    a wrong one, so a misconfigured hub or node is told which (the `holder`'s secret is
+    never shown): a wrong one is the likelier mistake, and `401` alone does not say it."""
+    given = bearer(authorization)
+    if same_secret(given, cluster_secret):
+        return
+    if given is None:
+        message = "the cluster secret is required: send Authorization: Bearer <secret>"
+    else:
+        message = (
+            f"the cluster secret does not match the {holder}'s: set the same"
+            " BLACKWIDOW_CLUSTER_SECRET on every hub and node"
+        )
+    raise ApiError(401, "unauthorized", message, "Authorization")

@@ -1,4 +1,5 @@
-"""The node's liveness with detail (/healthz): open to load balancers, no secret needed."""
+"""The node's liveness with detail (/healthz) and its readiness (/readyz): open to load
+balancers and process supervisors, no secret needed."""
 
 from __future__ import annotations
 
@@ -24,8 +25,28 @@ class NodeHealth(Schema):
     held = fields.Integer(metadata={"description": "items waiting to be stored"})
 
 
+class NodeReadiness(Schema):
+    status = fields.String(metadata={"description": "ready | not_ready"})
+    role = fields.String(metadata={"description": "node"})
+    reasons = fields.List(fields.String(), metadata={"description": "why not, one line each"})
+
+
 def blueprint(node: NodeState, credentials: CredentialBook) -> Blueprint:
-    blp = Blueprint("health", __name__, description="Liveness for the hub and load balancers")
+    blp = Blueprint("health", __name__, description="Liveness and readiness for supervisors")
+
+    @blp.route("/readyz")
+    @blp.response(200, NodeReadiness)
+    @blp.alt_response(503, schema=NodeReadiness, description="not registered with the hub")
+    def readyz() -> tuple[Response, int]:
+        """Readiness: 200 once the node is registered with the hub, 503 with the reason until
+        then (the hub refused it, does not answer, or the node detached and registers again).
+        Liveness stays /healthz: a node that is not ready must not be restarted for it."""
+        reasons = []
+        if not node.registered.is_set():
+            problem = node.registration_problem or "no answer from the hub yet"
+            reasons.append(f"not registered with the hub: {problem}")
+        body = {"status": "not_ready" if reasons else "ready", "role": "node", "reasons": reasons}
+        return jsonify(body), 503 if reasons else 200
 
     @blp.route("/healthz")
     @blp.response(200, NodeHealth)

@@ -79,7 +79,7 @@ def blueprint(
 
     @blp.before_request
     def _only_the_hub() -> None:
-        require_cluster(request.headers.get("Authorization"), cluster_secret)
+        require_cluster(request.headers.get("Authorization"), cluster_secret, "node")
 
     @blp.route("/subscribers/<int:crawler_id>")
     class Subscriber(MethodView):

@@ -8,7 +8,9 @@ a copy of it on SQLite; on PostgreSQL, one copy per session that each test finds
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +24,20 @@ from blackwidow.alerts.outbox import AlertOutbox
 from blackwidow.app import create_app
 from blackwidow.core.node_protocol import Shard
 from blackwidow.core.settings import Settings
+from blackwidow.core.store.sqlite import SqliteStore
 from blackwidow.demo.feed_server import FeedServer
 from blackwidow.monitor.memory.shard import ShardMemory
 from blackwidow.monitor.reconcile import Reconciler
 from blackwidow.monitor.routing import Router
 from blackwidow.node_client import NodeClient
+from sources.fetch.fetcher import GuardedFetcher
+from sources.registry import opener
+from sources.source_type import SourceContext
+from spawn.app import create_node_app
+from spawn.node import NodeState
+from spawn.pool.source_pool import DataSourcePool
 from tests.component.scratch_databases import ReusedDatabase, ScratchDatabases
+from tests.support import served
 
 ADMIN = "admin-token-for-tests"
 SECRET = "cluster-secret-for-tests"
@@ -160,6 +170,43 @@ def feeds() -> Iterator[FeedServer]:
     server.start()
     yield server
     server.stop()
+
+
+class ServedNodes:
+    """Real node apps on loopback, one per call, each on a port of its own (or the one given:
+    a new process at a stopped node's address): its URL. The hub calls a registering node
+    back (GET /healthz) before it takes the registration, so a URL a test registers must
+    have a node there."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self._store = store
+        self._running: dict[str, ExitStack] = {}
+
+    def __call__(self, port: int = 0) -> str:
+        fetcher = GuardedFetcher(allow_hosts=frozenset({"127.0.0.1"}), deadline=5.0)
+        pool = DataSourcePool(opener(SourceContext(fetcher, 60.0)), self._store)
+        app = create_node_app(NodeState(pool, clock=time.monotonic), SECRET)
+        stack = ExitStack()
+        url = stack.enter_context(served(app, "served-node", port))
+        self._running[url] = stack
+        return url
+
+    def stop(self, url: str) -> None:
+        """The node's process is gone: calls to its port are refused at once."""
+        self._running.pop(url).close()
+
+    def close(self) -> None:
+        for url in list(self._running):
+            self.stop(url)
+
+
+@pytest.fixture
+def serve_node(tmp_path: Path) -> Iterator[ServedNodes]:
+    store = SqliteStore(str(tmp_path / "served-nodes-items.db"))
+    nodes = ServedNodes(store)
+    yield nodes
+    nodes.close()
+    store.close()
 
 
 def make_reconciler(

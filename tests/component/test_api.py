@@ -183,8 +183,8 @@ def test_items_of_a_new_crawler_are_empty_and_limit_is_checked(client, make_user
     assert bad.status_code == 422 and bad.json["error"]["field"] == "limit"
 
 
-def test_node_registration_needs_the_cluster_secret_and_keeps_ids(client):
-    body = {"url": "http://127.0.0.1:9999", "capacity": 10}
+def test_node_registration_needs_the_cluster_secret_and_keeps_ids(client, serve_node):
+    body = {"url": serve_node(), "capacity": 10}
     assert client.post("/api/v1/nodes", json=body).status_code == 401
     assert client.post("/api/v1/nodes", json=body, headers=bearer(ADMIN)).status_code == 401
     first = client.post("/api/v1/nodes", json=body, headers=bearer(SECRET))
@@ -200,8 +200,8 @@ def test_node_registration_needs_the_cluster_secret_and_keeps_ids(client):
         assert bad.status_code == 422 and bad.json["error"]["field"] == field
 
 
-def test_node_listing_is_admin_only_and_count_is_public(client, make_user):
-    client.post("/api/v1/nodes", json={"url": "http://127.0.0.1:9999"}, headers=bearer(SECRET))
+def test_node_listing_is_admin_only_and_count_is_public(client, make_user, serve_node):
+    client.post("/api/v1/nodes", json={"url": serve_node()}, headers=bearer(SECRET))
     assert client.get("/api/v1/nodes", headers=bearer(make_user()["token"])).status_code == 403
     nodes = client.get("/api/v1/nodes", headers=bearer(ADMIN)).json
     assert [n["state"] for n in nodes] == ["active"]

@@ -187,13 +187,15 @@ def test_storing_a_credential_gives_a_failed_crawler_another_chance(
     assert again["state"] == "pending" and again["last_error"] is None
 
 
-def test_the_secret_is_never_in_an_answer(client: FlaskClient, make_user, sessions) -> None:
+def test_the_secret_is_never_in_an_answer(
+    client: FlaskClient, make_user, sessions, serve_node
+) -> None:
     ana = make_user("ana", item_limit=100)
     auth = bearer(ana["token"])
     stored = client.put(credentials_url(ana, "twitter", "default"), json=TWITTER, headers=auth)
     client.put(credentials_url(ana, "twitter", "default"), json=TWITTER, headers=auth)
     crawler = create_crawler(client, ana, twitter_crawler())
-    client.post("/api/v1/nodes", json={"url": "http://127.0.0.1:9"}, headers=bearer(SECRET))
+    client.post("/api/v1/nodes", json={"url": serve_node()}, headers=bearer(SECRET))
     answers = [
         stored,
         client.get(credentials_url(ana), headers=auth),

@@ -26,11 +26,8 @@ from blackwidow.node_client import NodeClient
 from tests.component.conftest import ADMIN, SECRET, bearer
 from tests.component.test_dashboard import csrf_of, sign_in
 
-# nothing listens on port 9 of loopback: every poll is refused at once, as a stopped node's
-STOPPED = "http://127.0.0.1:9"
 
-
-def register(client: FlaskClient, url: str = STOPPED) -> dict[str, Any]:
+def register(client: FlaskClient, url: str) -> dict[str, Any]:
     answer = client.post("/api/v1/nodes", json={"url": url}, headers=bearer(SECRET))
     assert answer.status_code == 201, answer.json
     return answer.json
@@ -51,8 +48,10 @@ def events(sessions: sessionmaker[Session]) -> list[str]:
         return list(session.scalars(select(AlertEvent.event_type).order_by(AlertEvent.id)))
 
 
-def test_a_node_says_it_leaves_once_or_twice_in_its_own_generation(client, sessions) -> None:
-    node = register(client)
+def test_a_node_says_it_leaves_once_or_twice_in_its_own_generation(
+    client, sessions, serve_node
+) -> None:
+    node = register(client, serve_node())
     stale = leave(client, node["id"], node["generation"] - 1)
     assert stale.status_code == 409 and stale.json["error"]["field"] == "generation"
     assert leave(client, 999, 1).status_code == 404
@@ -88,10 +87,15 @@ def lead(sessions: sessionmaker[Session]) -> None:
         session.add(lock)
 
 
-def test_a_leaving_node_that_stops_answering_has_left_not_died(client, sessions) -> None:
+def test_a_leaving_node_that_stops_answering_has_left_not_died(
+    client, sessions, serve_node
+) -> None:
     lead(sessions)
-    leaving, silent = register(client), register(client, "http://127.0.0.1:10")
+    urls = serve_node(), serve_node()
+    leaving, silent = (register(client, url) for url in urls)
     assert leave(client, leaving["id"], leaving["generation"]).status_code == 200
+    for url in urls:
+        serve_node.stop(url)  # both stop: every poll is refused at once
     poll_half(sessions).poll_once()  # both refused: one said it was leaving
 
     assert state_of(sessions, leaving["id"]) == "left"  # at once: no failure-detection gap
@@ -102,19 +106,23 @@ def test_a_leaving_node_that_stops_answering_has_left_not_died(client, sessions)
     listed = client.get("/api/v1/nodes", headers=bearer(ADMIN)).json
     assert {n["id"]: n["state"] for n in listed}[leaving["id"]] == "left"
     # a new process at the address registers anew, with no node.back: nothing had died
-    assert register(client)["id"] == leaving["id"]
+    again = serve_node(port=int(urls[0].rsplit(":", 1)[1]))
+    assert register(client, again)["id"] == leaving["id"]
     assert events(sessions) == ["node.left"]
 
 
-def dead_node(client: FlaskClient, sessions: sessionmaker[Session]) -> int:
-    node = register(client)
+def dead_node(client: FlaskClient, sessions: sessionmaker[Session], url: str) -> int:
+    node = register(client, url)
     with sessions.begin() as session:
         session.get(Node, node["id"]).state = "dead"
     return node["id"]
 
 
-def test_the_admin_removes_a_dead_node_not_a_live_one(client, sessions, make_user) -> None:
-    live, dead = register(client, "http://127.0.0.1:11")["id"], dead_node(client, sessions)
+def test_the_admin_removes_a_dead_node_not_a_live_one(
+    client, sessions, make_user, serve_node
+) -> None:
+    live = register(client, serve_node())["id"]
+    dead = dead_node(client, sessions, serve_node())
     refused = client.delete(f"/api/v1/nodes/{live}", headers=bearer(ADMIN))
     assert refused.status_code == 409 and refused.json["error"]["field"] == "state"
     user = make_user()
@@ -126,10 +134,13 @@ def test_the_admin_removes_a_dead_node_not_a_live_one(client, sessions, make_use
 
 
 @pytest.mark.parametrize("state", ["dead", "active"])
-def test_the_cluster_page_removes_a_dead_node_by_its_form(client, sessions, state) -> None:
-    node_id = dead_node(client, sessions)
+def test_the_cluster_page_removes_a_dead_node_by_its_form(
+    client, sessions, serve_node, state
+) -> None:
+    url = serve_node()
+    node_id = dead_node(client, sessions, url)
     if state == "active":
-        register(client)  # the same URL: the dead node is back
+        register(client, url)  # the same URL: the dead node is back
     sign_in(client, ADMIN)
     page = client.get("/")
     form = f'action="/nodes/{node_id}/remove"'

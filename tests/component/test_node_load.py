@@ -142,10 +142,10 @@ def add_crawlers(client: FlaskClient, user: dict[str, Any], feeds: range) -> Non
         assert response.status_code == 201, response.json
 
 
-def test_desired_counts_capacity_under_weighted_routing(weighted: FlaskClient) -> None:
+def test_desired_counts_capacity_under_weighted_routing(weighted: FlaskClient, serve_node) -> None:
     client = weighted
-    for port, capacity in [(9001, 2), (9002, 6)]:
-        body = {"url": f"http://127.0.0.1:{port}", "capacity": capacity}
+    for capacity in (2, 6):
+        body = {"url": serve_node(), "capacity": capacity}
         assert client.post("/api/v1/nodes", json=body, headers=bearer(SECRET)).status_code == 201
     user = client.post("/api/v1/users", json={"name": "ana"}, headers=bearer(ADMIN)).json
 

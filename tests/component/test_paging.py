@@ -148,8 +148,8 @@ def test_a_limit_out_of_range_is_refused_naming_limit(client, path: str, limit: 
     assert 400 <= answer.status_code < 500 and answer.json["error"]["field"] == "limit"
 
 
-def test_nodes_page_in_id_order(client) -> None:
-    urls = [f"http://127.0.0.1:{9000 + n}" for n in range(7)]
+def test_nodes_page_in_id_order(client, serve_node) -> None:
+    urls = [serve_node() for _ in range(7)]
     for url in urls:
         registered = client.post("/api/v1/nodes", json={"url": url}, headers=bearer(SECRET))
         assert registered.status_code == 201
@@ -178,12 +178,12 @@ def test_the_openapi_shows_the_paging_arguments_and_the_link_header(client) -> N
         assert "Link" in operation["responses"]["200"]["headers"]
 
 
-def test_a_page_reads_its_own_crawlers_nodes_in_the_same_query(client, make_user, sessions):
+def test_a_page_reads_its_own_crawlers_nodes_in_the_same_query(
+    client, make_user, sessions, serve_node
+):
     token = make_user()["token"]
     ids = create(client, token, [body(n) for n in range(6)])
-    node = client.post(
-        "/api/v1/nodes", json={"url": "http://127.0.0.1:9100"}, headers=bearer(SECRET)
-    )
+    node = client.post("/api/v1/nodes", json={"url": serve_node()}, headers=bearer(SECRET))
     with sessions.begin() as session:
         session.add_all(Assignment(crawler_id=i, node_id=node.json["id"]) for i in ids[1::2])
         engine = session.get_bind()

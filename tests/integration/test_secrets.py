@@ -128,12 +128,15 @@ def misuse_the_cluster(c: Cluster, answers: Answers, tokens: dict[str, str]) -> 
 
 
 def start_a_node_with_a_wrong_secret(c: Cluster, wrong_secret: str) -> processes.Running:
-    """A node whose registrations the hub refuses: it logs each failure and keeps trying."""
+    """A node whose registrations the hub refuses: it says why once and keeps trying."""
     env = {**c.env, "BLACKWIDOW_CLUSTER_SECRET": wrong_secret}
     args = ("blackwidow", "spawn", "--hub", c.hub_url, "--port", "0")
     rogue = processes.start("rogue-node", args, env, c.workdir)
     wait_until(
-        lambda: "registration failed" in rogue.log_path.read_text(),
+        lambda: (
+            "registration refused: cluster secret does not match the hub's"
+            in rogue.log_path.read_text()
+        ),
         what="the hub to refuse the rogue node's registration",
     )
     return rogue
@@ -175,7 +178,7 @@ def test_secrets_never_reach_logs_or_api_output(cluster: Callable[..., Cluster])
     assert not missing, f"no output from {missing}"
     hub_listening = "listening url=" in logs["hub.log"]
     node_registered = "node registered" in logs["node1.log"]
-    rogue_refused = "registration failed" in logs["rogue-node.log"]
+    rogue_refused = "registration refused: cluster secret" in logs["rogue-node.log"]
     assert hub_listening and node_registered and rogue_refused, "the logs lack expected lines"
     found = leaks(watched, logs)
     assert not found, f"secrets in process output: {found}"

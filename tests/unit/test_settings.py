@@ -61,7 +61,12 @@ def test_the_data_directory_follows_xdg_else_home_never_the_working_directory(
 @pytest.mark.parametrize(
     ("name", "raw", "attribute", "expected"),
     [
-        ("BLACKWIDOW_DATABASE_URL", "postgresql://db/hub", "database_url", "postgresql://db/hub"),
+        (
+            "BLACKWIDOW_DATABASE_URL",
+            "postgresql://db/hub",
+            "database_url",
+            "postgresql+psycopg://db/hub",
+        ),
         ("BLACKWIDOW_STORE", "redis://cache/0", "store_url", "redis://cache/0"),
         ("BLACKWIDOW_ADMIN_TOKEN", "t0ken", "admin_token", "t0ken"),
         ("BLACKWIDOW_CLUSTER_SECRET", "s3cret", "cluster_secret", "s3cret"),
