@@ -131,8 +131,8 @@ def download(url: str, token: str, pid: int, count: int) -> Download:
     return Download(count / seconds, size / 1e6, rss.peak_kib / 1024)
 
 
-def crawler(hub_url: str, token: str) -> int:
-    body = {"name": "export", "source": "rss", "query": {"feeds": ["https://news.example/f"]}}
+def crawler(hub_url: str, token: str, name: str) -> int:
+    body = {"name": name, "source": "rss", "query": {"feeds": ["https://news.example/f"]}}
     answer = requests.post(
         f"{hub_url}/api/v1/crawlers", json=body, headers={"Authorization": f"Bearer {token}"}
     )
@@ -183,7 +183,7 @@ def setup(env: dict[str, str], work: Path) -> tuple[str, dict[str, int]]:
         made = requests.post(f"{hub.url}/api/v1/users", json={"name": "bench"}, headers=admin)
         made.raise_for_status()
         token = made.json()["token"]
-        return token, {name: crawler(hub.url, token) for name in ("baseline", "measured")}
+        return token, {name: crawler(hub.url, token, name) for name in ("baseline", "measured")}
     finally:
         processes.stop_all()
 

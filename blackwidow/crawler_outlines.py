@@ -61,8 +61,9 @@ def sorted_out(
     """The outlines to create, in file order, and those the user has a crawler of (the same,
     or differing), in file order. Each of the user's crawlers answers one outline at most:
     first an outline of its name and definition, then one of its name only; an outline that
-    none answers is created, so two outlines of one name are two crawlers. Each outline's
-    query and schedule are checked first: an invalid one is an error, never a difference."""
+    none answers is created (two of one name: the second is a conflict, names being unique).
+    Each outline's query and schedule are checked first: an invalid one is an error, never a
+    difference."""
     by_name: dict[str, list[Crawler]] = {}
     for crawler in owned:
         by_name.setdefault(crawler.name, []).append(crawler)

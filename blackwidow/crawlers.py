@@ -11,7 +11,7 @@ from marshmallow import ValidationError
 from sqlalchemy import Select, insert, select
 from sqlalchemy.orm import Session
 
-from blackwidow import changes
+from blackwidow import changes, crawler_names
 from blackwidow.auth import Caller
 from blackwidow.core.domain_errors import DomainError, Forbidden, Invalid, NotFound
 from blackwidow.crawler_keys import key_for
@@ -58,16 +58,20 @@ def validated_schedule(schedule: Any) -> dict[str, Any] | None:
 
 
 def create(session: Session, caller: Caller, data: dict[str, Any]) -> Crawler:
+    """One crawler of the caller's; a name they already use is a Conflict naming `name`."""
     crawler = new(session, owner(caller), data)
+    crawler_names.check(session, crawler.user_id, [crawler.name])
     _add(session, [crawler])
     return crawler
 
 
 def create_batch(session: Session, caller: Caller, entries: list[dict[str, Any]]) -> list[Crawler]:
     """Many crawlers in one transaction, in order: all of them, or none if any entry is wrong
-    (the error names it, e.g. `crawlers.3.query.feeds.0`)."""
+    (the error names it, e.g. `crawlers.3.query.feeds.0`, or `crawlers.3.name` for a name
+    the user's crawlers or an earlier entry hold)."""
     user_id = owner(caller)
     made = [_entry(session, user_id, n, data) for n, data in enumerate(entries)]
+    crawler_names.check(session, user_id, [crawler.name for crawler in made], batch=True)
     _add(session, made)
     return made
 
@@ -116,7 +120,8 @@ def _add(session: Session, made: list[Crawler]) -> None:
     crawler changes in another. A create only writes rows, so it skips the ORM's unit of
     work: the crawlers stay outside the session, answered from what was written."""
     rows = [{name: getattr(crawler, name) for name in _WRITTEN} for crawler in made]
-    ids = session.connection().scalars(_INSERT, rows).all()
+    with crawler_names.guarded(made[0].name):  # another request may take a name in between
+        ids = session.connection().scalars(_INSERT, rows).all()
     for crawler, crawler_id in zip(made, ids, strict=True):
         crawler.id = crawler_id
     changes.record(session, made)
@@ -202,10 +207,16 @@ def update(session: Session, crawler: Crawler, edits: dict[str, Any]) -> Crawler
     if "query" in edits:
         crawler.query = validated_query(crawler.source, edits["query"])
         crawler.uuid = key_for(session, crawler.user_id, crawler.source, crawler.query)
+    renamed = "name" in edits and edits["name"] != crawler.name
+    if renamed:
+        crawler_names.check(session, crawler.user_id, [edits["name"]], crawler.id)
     for name in _EDITABLE:
         if name in edits:
             setattr(crawler, name, edits[name])
     reconsider(crawler)
+    if renamed:  # written now: a race for the name is this call's Conflict, not the commit's
+        with crawler_names.guarded(edits["name"]):
+            session.flush()
     changes.record(session, [crawler], {crawler.id: former_key})
     return crawler
 

@@ -6,7 +6,9 @@ A feed is imported once: a feed listed again in the file, or one the user alread
 with the same keyword filter (a crawler of theirs lists it), is skipped, so importing a
 file twice creates its crawlers once. An export's crawler outlines are crawlers whole, with
 their own keywords and settings (blackwidow.crawler_outlines): one the user has is not made
-again."""
+again. Crawler names are unique per user: a group's name (a feed's title, a category) the
+user's crawlers hold is told apart as `Blog (2)`; a crawler outline's name is the crawler's
+own, so two outlines of one name the user has no crawler of are a conflict naming the second."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from blackwidow import crawler_outlines, crawlers, opml
+from blackwidow import crawler_names, crawler_outlines, crawlers, opml
 from blackwidow.auth import Caller
 from blackwidow.core.domain_errors import DomainError, Invalid
 from blackwidow.models import Crawler
@@ -26,7 +28,6 @@ from sources.rss.query import MAX_FEEDS
 from sources.urls import canonical_url
 
 GROUPINGS = ("one-each", "outline", "one-all")
-NAME_LENGTH = 200  # a crawler's name, at most
 _FEED_FIELD = re.compile(r"^crawlers\.(\d+)\.query\.feeds\.(\d+)")
 _ENTRY_FIELD = re.compile(r"^crawlers\.(\d+)\.?(.*)")
 _KEYWORDS_FIELD = re.compile(r"^crawlers\.\d+\.query\.(keywords(\.\d+)?)")
@@ -80,6 +81,8 @@ def import_feeds(
         message = f"body: {new_feeds} new feeds, more than one import takes ({most})"
         raise Invalid(message, "body")
     planned = plan(replace(subscriptions, feeds=fresh), group_by)
+    held = crawler_names.taken(session, crawlers.owner(caller)) | {o.name for o in outlines}
+    planned = apart(planned, held)
     made = _create(session, caller, outlines, planned, keywords) if outlines or planned else []
     return Imported(made, skipped, existing)
 
@@ -134,6 +137,18 @@ def plan(subscriptions: opml.Subscriptions, group_by: str) -> list[Planned]:
     ]
 
 
+def apart(planned: Sequence[Planned], held: set[str]) -> list[Planned]:
+    """The planned crawlers named apart from the names `held` and from each other, as
+    `Blog`, `Blog (2)`: a user's crawler names are unique, and these names are the import's
+    own making (feed titles, categories), not the user's choice. Adds to `held`."""
+    named = []
+    for crawler in planned:
+        name = crawler_names.free_name(crawler.name, held)
+        held.add(name)
+        named.append(replace(crawler, name=name))
+    return named
+
+
 def _create(
     session: Session,
     caller: Caller,
@@ -155,7 +170,7 @@ def _entry(crawler: Planned, keywords: Sequence[str]) -> dict[str, Any]:
     query: dict[str, Any] = {"feeds": [feed.url for feed in crawler.feeds]}
     if keywords:
         query["keywords"] = list(keywords)
-    return {"name": crawler.name[:NAME_LENGTH], "source": "rss", "query": query}
+    return {"name": crawler.name, "source": "rss", "query": query}
 
 
 def _in_file_terms(

@@ -91,8 +91,11 @@ class Crawler(Base):
     # a user's crawlers in id order: their list pages by id, and deleting a user finds them.
     # AUTOINCREMENT: SQLite would otherwise give a deleted newest crawler's id to the next one,
     # which would inherit the old one's node statuses, runs, items and leases (all by id)
+    # a user's crawler names are unique (blackwidow.crawler_names): a unique index, which
+    # SQLite adds without rebuilding the table
     __table_args__ = (
         Index("ix_crawlers_user_page", "user_id", "id"),
+        Index("uq_crawlers_user_name", "user_id", "name", unique=True),
         {"sqlite_autoincrement": True},
     )
 

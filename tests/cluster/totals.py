@@ -41,7 +41,8 @@ class Workload:
 
     def add(self, hub: Running, token: str, feed: str, **fields: Any) -> int:
         """A crawler on `feed`, created through `hub`'s API: its id."""
-        body = {"name": "c", "source": "rss", "query": {"feeds": [feed]}, **fields}
+        name = f"c{len(self.tokens) + 1}"  # a user's crawler names are unique
+        body = {"name": name, "source": "rss", "query": {"feeds": [feed]}, **fields}
         response = requests.post(
             f"{hub.url}/api/v1/crawlers",
             json=body,

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from tests.component.conftest import ADMIN, SECRET, bearer
+
+NAMES = itertools.count(1)  # crawler names, unique per user as the hub wants
 
 FEED = "https://example.com/feed.xml"
 
 
 def rss(feeds=(FEED,), **extra):
-    return {"name": "news", "source": "rss", "query": {"feeds": list(feeds)}, **extra}
+    body = {"name": f"news {next(NAMES)}", "source": "rss", "query": {"feeds": list(feeds)}}
+    return {**body, **extra}
 
 
 def test_admin_creates_user_and_token_is_shown_once(client, make_user):
@@ -309,3 +314,64 @@ def test_feed_urls_no_fetch_should_take_are_refused_on_create_and_change(
 def test_node_registration_is_authenticated_before_its_body_is_read(client) -> None:
     response = client.post("/api/v1/nodes", json={"url": "gopher://x", "capacity": -1})
     assert response.status_code == 401 and response.json["error"]["field"] == "Authorization"
+
+
+def test_a_users_crawler_names_are_unique_and_a_duplicate_is_a_409_naming_name(client, make_user):
+    """Create, rename and batch alike; another user's crawler of that name is no clash, nor
+    a crawler's own name in a PATCH."""
+    ana, bob = make_user("ana")["token"], make_user("bob")["token"]
+    first = client.post("/api/v1/crawlers", json=rss(name="news"), headers=bearer(ana)).json
+    other = client.post("/api/v1/crawlers", json=rss(name="tech"), headers=bearer(ana)).json
+    again = client.post("/api/v1/crawlers", json=rss(name="news"), headers=bearer(ana))
+    assert again.status_code == 409, again.json
+    assert again.json["error"]["code"] == "conflict" and again.json["error"]["field"] == "name"
+    assert f"crawler {first['id']} is named 'news' already" in again.json["error"]["message"]
+    assert (
+        client.post("/api/v1/crawlers", json=rss(name="news"), headers=bearer(bob)).status_code
+        == 201
+    )
+
+    path = f"/api/v1/crawlers/{other['id']}"
+    renamed = client.patch(path, json={"name": "news"}, headers=bearer(ana))
+    assert renamed.status_code == 409 and renamed.json["error"]["field"] == "name"
+    assert client.patch(path, json={"name": "tech"}, headers=bearer(ana)).status_code == 200
+
+    batch = [rss(name="fresh"), rss(name="fresh")]
+    twice = client.post("/api/v1/crawlers/batch", json={"crawlers": batch}, headers=bearer(ana))
+    assert twice.status_code == 409 and twice.json["error"]["field"] == "crawlers.1.name"
+    held = [rss(name="fresh"), rss(name="tech")]
+    clash = client.post("/api/v1/crawlers/batch", json={"crawlers": held}, headers=bearer(ana))
+    assert clash.status_code == 409 and clash.json["error"]["field"] == "crawlers.1.name"
+    names = [c["name"] for c in client.get("/api/v1/crawlers", headers=bearer(ana)).json]
+    assert names == ["news", "tech"]  # nothing of the refused batches was written
+
+
+OPML_FEEDS = b"""<?xml version="1.0"?><opml version="2.0"><body>
+<outline text="news" xmlUrl="https://a.example/feed"/>
+<outline text="news" xmlUrl="https://b.example/feed"/>
+</body></opml>"""
+OPML_CRAWLERS = b"""<?xml version="1.0"?>
+<opml version="2.0" xmlns:blackwidow="urn:blackwidow:opml:1"><body>
+<outline text="mine" blackwidow:itemLimit="5"><outline text="a" xmlUrl="https://c.example/f"/></outline>
+<outline text="mine" blackwidow:itemLimit="6"><outline text="b" xmlUrl="https://d.example/f"/></outline>
+</body></opml>"""
+
+
+def test_an_import_names_its_crawlers_apart_and_two_crawler_outlines_of_one_name_conflict(
+    client, make_user
+):
+    """Names an import makes up (feed titles) take `name (2)` past the user's own; a crawler
+    outline's name is the crawler's, so a second of one name is a 409 naming its outline."""
+    token = make_user()["token"]
+    assert (
+        client.post("/api/v1/crawlers", json=rss(name="news"), headers=bearer(token)).status_code
+        == 201
+    )
+    headers = {**bearer(token), "Content-Type": "text/x-opml"}
+    made = client.post("/api/v1/crawlers/import", data=OPML_FEEDS, headers=headers)
+    assert made.status_code == 201, made.json
+    assert [c["name"] for c in made.json["crawlers"]] == ["news (2)", "news (3)"]
+    refused = client.post("/api/v1/crawlers/import", data=OPML_CRAWLERS, headers=headers)
+    assert refused.status_code == 409, refused.json
+    assert refused.json["error"]["field"] == "body.outline[1].text"
+    assert "'mine'" in refused.json["error"]["message"]

@@ -50,10 +50,11 @@ def test_each_entry_is_what_a_single_create_makes(client, make_user):
     token = make_user()["token"]
     body = rss(1, item_limit=5, retention_days=30)
     single = client.post("/api/v1/crawlers", json=body, headers=bearer(token)).json
-    batched = client.post(BATCH, json={"crawlers": [body]}, headers=bearer(token)).json
+    again = {**body, "name": f"{body['name']} again"}  # names are unique per user
+    batched = client.post(BATCH, json={"crawlers": [again]}, headers=bearer(token)).json
     (entry,) = batched["crawlers"]
-    assert entry["id"] != single["id"]
-    assert {**entry, "id": single["id"]} == single
+    assert entry["id"] != single["id"] and entry["name"] == again["name"]
+    assert {**entry, "id": single["id"], "name": single["name"]} == single
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ the monitor shards read them by; a refused write leaves none."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -15,18 +16,21 @@ from blackwidow import changes
 from blackwidow.models import Crawler
 from tests.component.conftest import ADMIN, bearer
 
+NAMES = itertools.count(1)  # crawler names, unique per user as the hub wants
+
 FEED = "https://example.com/feed.xml"
 OTHER_FEED = "https://example.org/other.xml"
 TWITTER = {"bearer_token": "a-bearer-token-of-the-users-own-app"}
 
 
 def rss(feeds: tuple[str, ...] = (FEED,), **extra: Any) -> dict[str, Any]:
-    return {"name": "news", "source": "rss", "query": {"feeds": list(feeds)}, **extra}
+    body = {"name": f"news {next(NAMES)}", "source": "rss", "query": {"feeds": list(feeds)}}
+    return {**body, **extra}
 
 
 def tweets(credential: str = "default") -> dict[str, Any]:
     return {
-        "name": "tweets",
+        "name": f"tweets {next(NAMES)}",
         "source": "twitter",
         "query": {"terms": ["x"], "credential": credential},
     }

@@ -3,6 +3,7 @@ specs (one SQL query per pass), and a raised budget lets stopped crawlers run ag
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +23,8 @@ from blackwidow.node_client import NodeClient
 from sources.model import SubscriberSpec
 from tests.component.conftest import ADMIN, bearer
 
+NAMES = itertools.count(1)  # crawler names, unique per user as the hub wants
+
 SECRET_TOKEN = "desired-test-bearer-token"
 HORIZON = 30.0
 
@@ -36,7 +39,7 @@ def node_id(sessions: sessionmaker[Session]) -> int:
 
 
 def create(client: FlaskClient, user: dict[str, Any], source: str, query: dict[str, Any]) -> int:
-    body = {"name": "c", "source": source, "query": query}
+    body = {"name": f"c{next(NAMES)}", "source": source, "query": query}
     response = client.post("/api/v1/crawlers", json=body, headers=bearer(user["token"]))
     assert response.status_code == 201, response.json
     return response.json["id"]

@@ -66,10 +66,12 @@ def seeded(hub_app: Flask, client: FlaskClient, make_user: Callable[..., dict[st
     """A user owning crawlers with items in one conversation, so generated input reaches real
     records and not only 404s."""
     token = make_user("fuzzer", item_limit=1000)["token"]
-    body = {"name": "c", "source": "rss", "query": {"feeds": ["https://blog.example/feed"]}}
+    body = {"source": "rss", "query": {"feeds": ["https://blog.example/feed"]}}
     ids = [
-        client.post("/api/v1/crawlers", json=body, headers=bearer(token)).json["id"]
-        for _ in range(3)
+        client.post("/api/v1/crawlers", json={**body, "name": f"c{n}"}, headers=bearer(token)).json[
+            "id"
+        ]
+        for n in range(3)
     ]
     moment = datetime(2024, 5, 1, tzinfo=UTC)
     hub_app.extensions["blackwidow"].store.add(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import shutil
 import sqlite3
@@ -24,6 +25,8 @@ from blackwidow.models import MAX_INTEGER
 from sources.model import Item
 from tests.component.conftest import ADMIN, bearer, hub_settings
 from tests.support import served
+
+NAMES = itertools.count(1)  # crawler names, unique per user as the hub wants
 
 T0 = datetime(2024, 5, 1, 22, tzinfo=UTC)
 STORES = [
@@ -69,7 +72,11 @@ def user(client: FlaskClient, name: str) -> dict[str, str]:
 
 
 def crawler(client: FlaskClient, headers: dict[str, str]) -> int:
-    body = {"name": "c", "source": "rss", "query": {"feeds": ["https://blog.example/feed"]}}
+    body = {
+        "name": f"c{next(NAMES)}",
+        "source": "rss",
+        "query": {"feeds": ["https://blog.example/feed"]},
+    }
     return client.post("/api/v1/crawlers", json=body, headers=headers).json["id"]
 
 

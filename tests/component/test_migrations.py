@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from alembic import command
@@ -12,11 +14,12 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from click.testing import CliRunner
-from sqlalchemy import Connection, inspect, select
+from sqlalchemy import Connection, insert, inspect, select
+from sqlalchemy.exc import IntegrityError
 
 from blackwidow import db
 from blackwidow.cli import main
-from blackwidow.models import Base, MonitorLock
+from blackwidow.models import Base, Crawler, MonitorLock, User
 
 HEAD = ScriptDirectory(str(db.MIGRATIONS)).get_current_head()
 
@@ -84,3 +87,56 @@ def test_db_upgrade_command_takes_the_url_from_option_or_environment(
         assert result.exit_code == 0, result.output
         assert "database upgraded" in result.output
     assert revision(url) == HEAD
+
+
+def test_0018_renames_duplicate_crawler_names_before_making_them_unique(empty_database_url):
+    """Duplicates seeded at 0017 are renamed by id (the lowest keeps the name), past a name
+    the user already holds; another user's same name is no duplicate."""
+    url = empty_database_url
+    command.upgrade(db.alembic_config(url), "0017")
+    names = {1: "news", 2: "news", 3: "news (2)", 4: "news", 5: "tech", 6: "news"}
+    owners = {1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 2}
+    with connected(url) as connection:
+        for user_id in (1, 2):
+            connection.execute(
+                insert(User.__table__).values(
+                    id=user_id, name=f"u{user_id}", token_hash=f"{user_id}"
+                )
+            )
+        for crawler_id, name in names.items():
+            connection.execute(
+                insert(Crawler.__table__).values(
+                    **_crawler_row(crawler_id, owners[crawler_id], name)
+                )
+            )
+        connection.commit()
+
+    db.upgrade(url)
+
+    with connected(url) as connection:
+        found = dict(connection.execute(select(Crawler.id, Crawler.name)).all())
+    assert found == {1: "news", 2: "news (3)", 3: "news (2)", 4: "news (4)", 5: "tech", 6: "news"}
+    with connected(url) as connection, pytest.raises(IntegrityError):
+        connection.execute(insert(Crawler.__table__).values(**_crawler_row(7, 1, "tech")))
+
+
+def _crawler_row(crawler_id: int, user_id: int, name: str) -> dict[str, Any]:
+    """A crawlers row as 0017 holds it, every column that takes no null filled."""
+    now = datetime(2026, 5, 1, tzinfo=UTC)
+    return {
+        "id": crawler_id,
+        "uuid": f"key-{crawler_id}",
+        "user_id": user_id,
+        "name": name,
+        "source": "rss",
+        "query": {"feeds": ["https://example.com/feed"]},
+        "enabled": True,
+        "priority": "normal",
+        "state": "pending",
+        "items_collected": 0,
+        "items_delivered": 0,
+        "rate": 0.0,
+        "lease": 0,
+        "created_at": now,
+        "updated_at": now,
+    }

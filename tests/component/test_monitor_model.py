@@ -85,6 +85,7 @@ class MonitorModel(RuleBasedStateMachine):
         self.reset_users: set[int] = set()  # likewise, budgets
         self.crawlers: list[tuple[int, str]] = []  # (crawler id, its user's token)
         self.killed: list[tuple[int, int]] = []  # (port, capacity) of nodes killed
+        self.names = itertools.count(1)
 
     @property
     def world(self) -> Cluster:
@@ -126,7 +127,8 @@ class MonitorModel(RuleBasedStateMachine):
     def _body(self, drawn: dict[str, Any]) -> dict[str, Any]:
         feed = f"{self.where.feeds_url}/feeds/{drawn['feed']}.xml?items=3"
         fields = {k: v for k, v in drawn.items() if k != "feed"}
-        return {"name": "c", "source": "rss", "query": {"feeds": [feed]}, **fields}
+        name = f"c{next(self.names)}"  # a user's crawler names are unique
+        return {"name": name, "source": "rss", "query": {"feeds": [feed]}, **fields}
 
     @rule(user=st.integers(0, 1), drawn=crawler_bodies)
     def create(self, user: int, drawn: dict[str, Any]) -> None:

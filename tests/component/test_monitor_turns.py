@@ -32,9 +32,10 @@ def seeded(template: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
         session.execute(
             insert(Node), [{"url": "http://n", "capacity": 1, "state": "active", "generation": 0}]
         )
-        crawler = {"user_id": 1, "name": "c", "source": "rss", "query": {}, "enabled": True}
+        crawler = {"user_id": 1, "source": "rss", "query": {}, "enabled": True}
         crawler |= {"state": "pending", "items_collected": 0, "items_delivered": 0}
-        session.execute(insert(Crawler), [{**crawler, "uuid": f"key-{n}"} for n in range(CRAWLERS)])
+        rows = [{**crawler, "uuid": f"key-{n}", "name": f"c{n}"} for n in range(CRAWLERS)]
+        session.execute(insert(Crawler), rows)
     return sessions
 
 

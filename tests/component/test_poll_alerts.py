@@ -28,8 +28,8 @@ def report(held: int) -> NodeReport:
 
 def add_crawlers(sessions, user_id: int, uuid: str, count: int) -> None:
     rows = [
-        {"uuid": uuid, "user_id": user_id, "name": "c", "source": "rss", "query": {}}
-        for _ in range(count)
+        {"uuid": uuid, "user_id": user_id, "name": f"{uuid} {n}", "source": "rss", "query": {}}
+        for n in range(count)
     ]
     with sessions.begin() as session:
         session.execute(insert(Crawler), rows)

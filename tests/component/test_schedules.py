@@ -4,6 +4,7 @@ named and nothing half-written; kept out of the source key; and a windowed crawl
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,12 +21,14 @@ from sources.credentials import CredentialBook
 from spawn.api.subscribers import parse_spec
 from tests.component.conftest import bearer, make_reconciler
 
+NAMES = itertools.count(1)  # crawler names, unique per user as the hub wants
+
 FEED = "https://example.com/feed.xml"
 WINDOW = {"cron": "0 9 * * *", "for": 3600}  # 09:00 to 10:00 UTC
 
 
 def rss(schedule: Any = None, **extra: Any) -> dict[str, Any]:
-    body = {"name": "news", "source": "rss", "query": {"feeds": [FEED]}, **extra}
+    body = {"name": f"news {next(NAMES)}", "source": "rss", "query": {"feeds": [FEED]}, **extra}
     return body if schedule is None else {**body, "schedule": schedule}
 
 

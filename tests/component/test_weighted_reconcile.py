@@ -4,6 +4,7 @@ to a node with room, and a key no node has room for nowhere."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from flask.testing import FlaskClient
@@ -17,10 +18,12 @@ from blackwidow.monitor.routing import route_weighted
 from tests.component.conftest import bearer, make_reconciler
 
 CAPACITY = {1: 1, 2: 5}
+NAMES = itertools.count(1)
 
 
 def create(client: FlaskClient, user: dict[str, Any], feed: str) -> dict[str, Any]:
-    body = {"name": "c", "source": "rss", "query": {"feeds": [feed]}}
+    name = f"c{next(NAMES)}"  # a user's crawler names are unique
+    body = {"name": name, "source": "rss", "query": {"feeds": [feed]}}
     response = client.post("/api/v1/crawlers", json=body, headers=bearer(user["token"]))
     assert response.status_code == 201, response.json
     return response.json

@@ -6,6 +6,7 @@ failures, orphans and detaches happen within seconds.
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 import socket
@@ -55,6 +56,7 @@ class Cluster:
         self.hub: processes.Running | None = None
         self.other_hubs: list[processes.Running] = []
         self._started: list[processes.Running] = []  # all of them, whatever tests reassign
+        self._names = itertools.count(1)  # crawler names, unique per user as the hub wants
         self.feeds = self._start("feeds", "blackwidow.demo.feed_server", "--port", "0")
 
     def _start(self, name: str, *args: str, **env: str) -> processes.Running:
@@ -158,7 +160,8 @@ class Cluster:
     def create(
         self, token: str, source: str, query: dict[str, Any], **fields: Any
     ) -> dict[str, Any]:
-        body = {"name": "c", "source": source, "query": query, **fields}
+        # a user's crawler names are unique: each made here is named apart unless asked
+        body = {"name": f"c{next(self._names)}", "source": source, "query": query, **fields}
         response = self.call("POST", "/api/v1/crawlers", token, json=body)
         assert response.status_code == 201, response.text
         return response.json()

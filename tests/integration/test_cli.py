@@ -291,7 +291,9 @@ def test_crawlers_go_by_name_too_and_their_table_fits_80_columns(
         )
     }
     twins = [cara.lines("crawlers", "add", "--name", "twin", "--feed", hub.feed("twin"))[0]]
-    twins += cara.lines("crawlers", "add", "--name", "twin", "--feed", hub.feed("twin2"))
+    again = cara.run("crawlers", "add", "--name", "twin", "--feed", hub.feed("twin2"))
+    assert again.returncode == 1 and "is named 'twin' already" in again.stderr, again.stderr
+    assert "(field name)" in again.stderr  # the hub's 409: a user's names are unique
     assert cara.lines("crawlers", "show", "tech")[0]["id"] == made["tech"]
     assert cara.lines("crawlers", "show", long_name)[0]["id"] == made[long_name]
     wait_until(lambda: len(cara.lines("items", "tech")) == 3, what="tech's items, by name")
@@ -303,13 +305,17 @@ def test_crawlers_go_by_name_too_and_their_table_fits_80_columns(
     unknown = cara.run("items", "Tech")  # names are exact: another case is another name
     assert unknown.returncode == 2, unknown.stderr
     assert "no crawler named 'Tech'" in unknown.stderr and "'tech'" in unknown.stderr
-    ambiguous = cara.run("crawlers", "rm", "twin", "--yes")
-    assert ambiguous.returncode == 2, ambiguous.stderr
-    assert f"ids {twins[0]['id']}, {twins[1]['id']}" in ambiguous.stderr
     other = Analyst(
         tmp_path / "dan", BLACKWIDOW_HUB_URL=hub.hub_url, BLACKWIDOW_TOKEN=hub.user("dan")
     )
     assert other.run("crawlers", "show", "tech").returncode == 2  # another user's crawler
+    dans = other.lines("crawlers", "add", "--name", "twin", "--feed", hub.feed("twin"))[0]
+    admin = Analyst(
+        tmp_path / "admin", BLACKWIDOW_HUB_URL=hub.hub_url, BLACKWIDOW_TOKEN=hub.admin_token
+    )
+    ambiguous = admin.run("crawlers", "rm", "twin", "--yes")  # the admin sees both users'
+    assert ambiguous.returncode == 2, ambiguous.stderr
+    assert f"ids {twins[0]['id']}, {dans['id']}" in ambiguous.stderr
 
     wait_until(
         lambda: cara.lines("crawlers", "show", long_name)[0]["last_error"],
