@@ -3,10 +3,11 @@
 It creates a user and four crawlers (two share a feed set, so one data source), prints the
 two tokens, the dashboard's sign-in link and a `curl` call, then a one-line status per
 crawler as items arrive. Part-way through (or when Enter is pressed on a terminal) it kills
-one node, kill -9, so the dashboard shows the hub declaring it dead and moving its crawlers
-to the other node. Ctrl-C (or SIGTERM, or a closed terminal) stops its processes and ends it
-with status 0: it is how the demo ends, as for the servers and `items --follow`, and `make`
-reports any other status as an error.
+the node the hub says runs the most crawlers, kill -9, naming it by the hub's node id, so the
+dashboard shows the hub declaring it dead and moving its crawlers to the other node. Ctrl-C
+(or SIGTERM, or a closed terminal) stops its processes and ends it with status 0: it is how
+the demo ends, as for the servers and `items --follow`, and `make` reports any other status
+as an error.
 """
 
 from __future__ import annotations
@@ -164,27 +165,47 @@ def _enter_pressed() -> bool:
     return bool(ready) and sys.stdin.readline() is not None
 
 
+def busiest(listed: list[dict[str, Any]], urls: set[str]) -> dict[str, Any] | None:
+    """Of the hub's nodes, the active one among `urls` that runs the most crawlers (a tie:
+    the lowest id), so killing it moves something. Pure."""
+    live = [node for node in listed if node["state"] == "active" and node["url"] in urls]
+    return max(live, key=lambda node: (node["subscribers"], -node["id"]), default=None)
+
+
+def _kill_busiest(admin: HubClient, nodes: list[processes.Running]) -> str:
+    """Kill (kill -9) the node the hub says runs the most crawlers; what to print."""
+    by_url = {node.url.rstrip("/"): node for node in nodes}
+    listed = [{**n, "url": n["url"].rstrip("/")} for n in admin.every("/api/v1/nodes")]
+    chosen = busiest(listed, set(by_url))
+    if chosen is None:
+        return "no active node of the demo's to kill"
+    victim = by_url[chosen["url"]]
+    victim.kill()
+    return (
+        f"killed node {chosen['id']} (pid {victim.process.pid}, kill -9; it ran"
+        f" {chosen['subscribers']} crawlers): they move to the other node once the hub"
+        " declares it dead"
+    )
+
+
 def _watch(
-    hub: str,
+    admin: HubClient,
     status: Status,
-    victim: processes.Running | None,
+    nodes: list[processes.Running],
     duration: float | None,
     kill_after: float,
 ) -> None:
-    """A status every SUMMARY_INTERVAL; the victim killed after `kill_after` or on Enter."""
+    """A status every SUMMARY_INTERVAL; the busiest node killed after `kill_after` or on
+    Enter."""
     started = time.monotonic()
     stop_at = None if duration is None else started + duration
     print(time.strftime("%H:%M:%S"), *status.lines(), sep="\n", flush=True)
     while stop_at is None or time.monotonic() < stop_at:
         time.sleep(SUMMARY_INTERVAL)
-        if victim and (time.monotonic() - started >= kill_after or _enter_pressed()):
-            victim.kill()
-            print(
-                f"killed {victim.name} (kill -9): its crawlers move to the other node once",
-                f"the hub declares it dead; see {hub}/crawlers",
-                flush=True,
-            )
-            victim = None
+        if nodes and (time.monotonic() - started >= kill_after or _enter_pressed()):
+            said = _kill_busiest(admin, nodes)
+            print(f"{said}; see {admin.url}/crawlers", flush=True)
+            nodes = []
         print(time.strftime("%H:%M:%S"), *status.lines(), sep="\n", flush=True)
 
 
@@ -204,7 +225,7 @@ def _demo(
         print(hint, flush=True)
     status = Status(HubClient(HubConnection(hub, token)))
     status.wait_for_items(FIRST_ITEMS_TIMEOUT)
-    _watch(hub, status, running[-1], duration, kill_after)
+    _watch(admin, status, running[2:], duration, kill_after)
 
 
 def run_demo(duration: float | None, kill_node_after: float = KILL_NODE_AFTER) -> int:

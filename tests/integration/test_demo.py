@@ -21,6 +21,9 @@ from blackwidow.demo.status import Status
 from tests.integration.conftest import Cluster
 from tests.support import wait_until
 
+KILLED = re.compile(
+    r"killed node (?P<node>\d+) \(pid \d+, kill -9; it ran (?P<crawlers>\d+) crawlers\)"
+)
 STATUS = re.compile(r"^  (\S+)\s+(\S+)\s+node=(\S+)\s+items=(\d+)\s+latest: (.*)$")
 
 
@@ -155,9 +158,11 @@ def test_demo_offers_the_dashboard_and_moves_the_crawlers_of_the_node_it_kills()
     assert f"dashboard  {hub}/signin#token=" in out  # the token in the fragment, never sent
     assert "curl -H 'Authorization: Bearer " in out and f"{hub}/api/v1/crawlers" in out
     assert f"BLACKWIDOW_HUB_URL={hub} BLACKWIDOW_TOKEN=" in out and " --follow" in out
-    _, killed, after = out.partition("killed node2 (kill -9)")
-    assert killed, out
+    killed = KILLED.search(out)  # the hub's node id, and one that ran crawlers
+    assert killed and int(killed["crawlers"]) > 0, out
+    after = out[killed.end() :]
     last = [line.split() for line in after.strip().splitlines()[-4:]]
     running = [words for words in last if words[1] == "running"]
     nodes = {words[2] for words in running}
     assert running and len(nodes) == 1 and "node=-" not in nodes, after  # all on the survivor
+    assert nodes != {f"node={killed['node']}"}, after
