@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from marshmallow import INCLUDE, Schema, fields, validate
 
-from marshmallow import INCLUDE, Schema, ValidationError, fields, validate
-
-from blackwidow.core.domain_errors import Invalid
 from blackwidow.models import MAX_INTEGER
 from sources.model import DEFAULT_PRIORITY, PRIORITIES
 from sources.registry import CREDENTIAL_SCHEMAS, SOURCE_TYPES
@@ -314,12 +311,3 @@ class DeliveryOut(Schema):
     created_at = fields.DateTime()
     next_attempt_at = fields.DateTime(allow_none=True)
     finished_at = fields.DateTime(allow_none=True)
-
-
-def validated(schema: Schema, data: Any) -> dict[str, Any]:
-    """`data` loaded by `schema`, or the Invalid naming the first bad field: for input that does
-    not come through a REST view's arguments (the dashboard's forms), checked alike."""
-    try:
-        return schema.load(data)
-    except ValidationError as error:
-        raise Invalid.from_messages(error.messages) from None

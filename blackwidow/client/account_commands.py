@@ -16,6 +16,16 @@ from blackwidow.client.options import connected
 
 USER_COLUMNS = ("id", "name", "item_limit")
 NODE_COLUMNS = ("id", "url", "state", "subscribers", "data_sources", "last_polled_at", "phi")
+# the table fits 80 columns: id and state whole, the URL gives way, the last poll as its age
+NODE_TABLE = (
+    output.Column("id"),
+    output.Column("url", squeezed=True),
+    output.Column("state"),
+    output.Column("subscribers"),
+    output.Column("data_sources", "sources"),
+    output.Column("last_polled_at", "last poll", shown=output.age),
+    output.Column("phi", shown="{:.2f}".format),
+)
 CREDENTIAL_COLUMNS = ("source", "name", "fields", "updated_at")
 
 
@@ -128,7 +138,7 @@ def nodes() -> None:
 @connected
 def list_nodes(hub: HubClient, fmt: str) -> None:
     """Every node, with its state and load."""
-    output.rows(hub.every("/api/v1/nodes", {"limit": 1000}), NODE_COLUMNS, fmt)
+    output.rows(hub.every("/api/v1/nodes", {"limit": 1000}), NODE_COLUMNS, fmt, NODE_TABLE)
 
 
 @nodes.command("rm")

@@ -10,7 +10,7 @@ from flask import Blueprint, Response, g, redirect, render_template, request, ur
 from flask.typing import ResponseReturnValue
 from flask_wtf.csrf import CSRFError
 
-from blackwidow import accounts
+from blackwidow import accounts, wording
 from blackwidow.api.context import hub
 from blackwidow.core.domain_errors import DomainError
 from blackwidow.core.errors import ApiError, as_api_error
@@ -43,6 +43,8 @@ blp.add_app_template_filter(display.alert_details, "alert_details")
 blp.add_app_template_filter(display.ago, "ago")
 blp.add_app_template_filter(display.moment, "moment")
 blp.add_app_template_filter(display.per_minute, "per_minute")
+blp.add_app_template_filter(wording.thousands, "thousands")
+blp.add_app_template_filter(wording.window, "window")
 
 
 @blp.after_request

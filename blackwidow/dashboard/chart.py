@@ -1,5 +1,5 @@
-"""The crawler page's chart of items per minute: counts and bar geometry, pure, for a small
-inline SVG the template draws (no script, no image to fetch)."""
+"""The charts of items per minute (a crawler's, the cluster's throughput): counts and bar
+geometry, pure, for a small inline SVG the template draws (no script, no image to fetch)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,11 @@ class Chart:
     width: int = WIDTH
     height: int = HEIGHT
     baseline: float = HEIGHT - AXIS
+
+    @property
+    def tick_every(self) -> int:
+        """Every bar's minute is labelled on a short chart, every fifth on a long one."""
+        return 1 if len(self.bars) <= 12 else 5
 
 
 def per_minute(times: Iterable[datetime], now: datetime, minutes: int) -> list[int]:

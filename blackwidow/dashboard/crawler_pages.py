@@ -15,6 +15,7 @@ from typing import Any
 from flask import flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from marshmallow import ValidationError
+from sqlalchemy.orm import Session
 
 from blackwidow import crawlers
 from blackwidow.api.context import caller, hub, transaction
@@ -22,9 +23,9 @@ from blackwidow.api.list_args import CrawlerListArgs
 from blackwidow.api.paging import CURSOR_FIELD, next_url, paged
 from blackwidow.core.domain_errors import DomainError, NotFound
 from blackwidow.core.store import StoreUnavailable
-from blackwidow.dashboard import chart
+from blackwidow.dashboard import chart, freshness
 from blackwidow.dashboard.blueprint import blp, safe_next
-from blackwidow.dashboard.forms import crawler_edits
+from blackwidow.dashboard.forms import FormErrors, crawler_edits
 from blackwidow.models import utcnow
 from blackwidow.monitor.states import CRAWLER_STATES
 from sources.model import Item, utc_text
@@ -49,9 +50,11 @@ def crawler_list() -> ResponseReturnValue:
     with transaction() as session:
         read = partial(crawlers.listing_with_nodes, session, caller())
         listed, cursor = paged("crawlers", args, read, lambda row: row[0].id)
+        fresh = _freshness(session)
     return render_template(
         "dashboard/crawlers.html",
         listed=listed,
+        fresh=fresh,
         next_page=None if cursor is None else next_url(cursor),
         filters={"state": args.get("state"), "source": args.get("source")},
         states=CRAWLER_STATES,
@@ -68,6 +71,7 @@ def crawler_page(crawler_id: int) -> ResponseReturnValue:
         node_id = crawlers.node_of(session, crawler_id)
         sharing = crawlers.listing_with_nodes(session, who, source_key=crawler.uuid)
         node = crawlers.running_node(session, crawler_id)
+        fresh = _freshness(session)
     feeds = crawlers.feed_health(hub().nodes, node, crawler_id)  # asks the node: no transaction
     items, store_error = _items(crawler_id)
     now = utcnow()
@@ -75,6 +79,7 @@ def crawler_page(crawler_id: int) -> ResponseReturnValue:
     return render_template(
         "dashboard/crawler.html",
         crawler=crawler,
+        fresh=fresh,
         node_id=node_id,
         sharing=[(c, n) for c, n in sharing if c.id != crawler_id],
         feeds=feeds["feeds"],
@@ -84,6 +89,12 @@ def crawler_page(crawler_id: int) -> ResponseReturnValue:
         chart_items=CHART_ITEMS,
         back=request.path,
     )
+
+
+def _freshness(session: Session) -> freshness.Freshness:
+    """How old the crawlers' states are: each is as fresh as its shard's last cycle."""
+    settings = hub().settings
+    return freshness.read(session, settings.monitor_shards, settings.poll_interval, utcnow())
 
 
 def newest_first(items: Iterable[Item]) -> list[Item]:
@@ -119,7 +130,7 @@ def edit_crawler(crawler_id: int) -> ResponseReturnValue:
             done = f"Crawler {crawler.id} ({crawler.name}): {_described(edits)}."
     except NotFound:
         raise  # another user's crawler: missing, as on the API
-    except DomainError as error:
+    except (DomainError, FormErrors) as error:
         flash(f"Crawler {crawler_id} not changed: {error.message}", "error")
         return redirect(back, 303)
     flash(done, "done")

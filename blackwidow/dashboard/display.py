@@ -1,5 +1,5 @@
 """How the dashboard writes times, rates and alert details: short, in UTC, the same on every
-page."""
+page, worded as the CLI words them (blackwidow.wording: ages, `1,500,000`, rates)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import time
 from datetime import UTC, datetime
 
+from blackwidow import wording
 from blackwidow.api.crawlers import shown_rate
 from blackwidow.models import Crawler, utcnow
 
@@ -24,14 +25,7 @@ def ago(value: datetime | str | None, now: datetime | None = None) -> str:
     instant = _instant(value)
     if instant is None:
         return "never"
-    seconds = max(0.0, ((now or utcnow()) - instant).total_seconds())
-    if seconds < 90:
-        return f"{seconds:.0f} s ago"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min ago"
-    if seconds < 36 * 3600:
-        return f"{seconds / 3600:.0f} h ago"
-    return f"{seconds / 86400:.0f} d ago"
+    return wording.age(((now or utcnow()) - instant).total_seconds())
 
 
 def moment(value: datetime | str | None) -> str:
@@ -47,21 +41,7 @@ def per_minute(crawler: Crawler) -> str:
     its window) written per minute, naming the window, as `blackwidow crawlers` does. True in
     every state: a crawler that stores nothing falls to `0/min` a window after its last item."""
     rate = shown_rate(crawler, time.time())
-    return f"{rate_text(rate.per_second)} over {window_text(rate.window)}"
-
-
-def rate_text(per_second: float) -> str:
-    value = per_second * 60
-    if not value:
-        return "0/min"
-    return f"{value:.1f}/min" if value < 10 else f"{value:.0f}/min"
-
-
-def window_text(seconds: float) -> str:
-    """`45 s` below two minutes, else `5 min` (`2.5 min`)."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    return f"{round(seconds / 60, 1):g} min"
+    return wording.rate_over(rate.per_second, rate.window)
 
 
 _ENVELOPE = ("id", "type", "at")  # every alert body has these; the table shows them apart

@@ -60,10 +60,10 @@ def rate(samples: Sequence[Sample], now: float, window: float) -> Rate:
     over = now - start
     if over <= 0:
         return Rate(0.0, 0.0)
-    return Rate(max(0.0, (samples[-1].count - _count_at(samples, start)) / over), over)
+    return Rate(max(0.0, (samples[-1].count - count_at(samples, start)) / over), over)
 
 
-def _count_at(samples: Sequence[Sample], moment: float) -> float:
+def count_at(samples: Sequence[Sample], moment: float) -> float:
     """The count at `moment` (not before the first sample): flat after each sample, rising
     evenly over the next sample's [since, at]."""
     before = samples[0]

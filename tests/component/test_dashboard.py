@@ -3,7 +3,9 @@ tenant isolation as the REST API, route by route from the access table (test_acc
 
 from __future__ import annotations
 
+import html
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -12,6 +14,7 @@ from flask.testing import FlaskClient
 
 from blackwidow.alerts import events
 from blackwidow.alerts.outbox import AlertOutbox
+from blackwidow.models import Crawler, MonitorLock, Node, utcnow
 from tests.component.conftest import ADMIN, bearer
 from tests.component.test_access import (
     ACCESS,
@@ -253,7 +256,7 @@ def test_a_new_crawler_form_is_checked_by_the_create_schema_and_names_the_field(
     before = snapshot(hub_app, world)
     good = {"name": "bob-news", "feeds": "https://news.example/feed", "csrf_token": csrf}
     for bad, said, marked in [
-        ({"feeds": "not-a-feed"}, "query.feeds.0: Not a valid URL.", "feeds"),
+        ({"feeds": "not-a-feed"}, "line 1 (not-a-feed): Not a valid URL.", "feeds"),
         ({"feeds": " \n "}, "query.feeds: Length must be between 1 and 100.", "feeds"),
         ({"item_limit": "ten"}, "item_limit: Not a valid integer.", "item_limit"),
         ({"name": ""}, "name: Length must be between 1 and 200.", "name"),
@@ -273,6 +276,36 @@ def test_a_new_crawler_form_is_checked_by_the_create_schema_and_names_the_field(
     assert api["name"] == "bob-news" and api["item_limit"] == 40 and api["source"] == "rss"
     assert api["query"]["feeds"] == ["https://news.example/feed", "https://news.example/more"]
     assert api["query"]["keywords"] == ["python", "machine learning", "redis"]
+    again = client.post("/crawlers/new", data=good)  # a name bob's crawlers hold: the API's 409
+    said = html.unescape(again.get_data(as_text=True))
+    assert again.status_code == 409 and "is named 'bob-news' already" in said
+    assert snapshot(hub_app, world) != before
+
+
+def test_a_refused_form_shows_every_error_at_once_and_bad_feeds_by_line(
+    hub_app: Flask, client: FlaskClient, world: World
+) -> None:
+    """Name, feeds (each bad line by its number) and limit at once, each under its field;
+    a name already held is said beside the others; nothing is written."""
+    csrf = sign_in(client, world.bob["token"])
+    held = client.get("/api/v1/crawlers", headers=bearer(world.bob["token"])).json[0]["name"]
+    before = snapshot(hub_app, world)
+    feeds = "https://news.example/feed\nftp://news.example/x\nhttps://ok.example/\nnot-a-feed"
+    form = {"name": held, "feeds": feeds, "item_limit": "ten", "csrf_token": csrf}
+    refused = client.post("/crawlers/new", data=form)
+    page = html.unescape(refused.get_data(as_text=True))
+    assert refused.status_code == 422, page
+    for said in [
+        f"is named {held!r} already",
+        "line 2 (ftp://news.example/x): Not a valid URL.",
+        "line 4 (not-a-feed): Not a valid URL.",
+        "item_limit: Not a valid integer.",
+        "4 errors: nothing was written",
+    ]:
+        assert said in page, (said, page)
+    for marked in ("name", "feeds", "item_limit"):
+        assert re.search(rf'name="{marked}"[^>]*aria-invalid="true"', page), page
+    assert snapshot(hub_app, world) == before
 
 
 def test_the_admin_is_not_offered_a_crawler_form_the_api_would_refuse(
@@ -327,3 +360,37 @@ def test_the_icon_answers_anyone(client: FlaskClient) -> None:
     assert icon.status_code == 200 and icon.data[:4] == b"\x00\x00\x01\x00"  # an ICO file
     assert icon.headers["Content-Type"] in ("image/vnd.microsoft.icon", "image/x-icon")
     assert 'rel="icon"' in client.get("/signin").get_data(as_text=True)
+
+
+def test_the_cluster_page_says_why_it_is_degraded_how_old_states_are_and_what_was_stored(
+    hub_app: Flask, client: FlaskClient, world: World
+) -> None:
+    """No leader: `degraded` beside its reason; a last cycle long ago: node and crawler states
+    greyed with their age; the crawlers' rate samples: items stored per minute over the rate
+    window, their counts with separators."""
+    now = utcnow()
+    at = now.timestamp()
+    with hub_app.extensions["blackwidow"].sessions.begin() as session:
+        last = now - timedelta(seconds=71)  # and no holder: the lock lapsed
+        session.merge(MonitorLock(name="monitor", holder=None, expires_at=None, last_cycle_at=last))
+        node = session.get(Node, world.node_id)
+        node.state = "active"
+        crawler = session.get(Crawler, world.ana_crawler["id"])
+        crawler.state, crawler.items_collected = "running", 1_500_000
+        crawler.rate_samples = [[0, at - 200, at - 200], [1_500_000, at - 30, at - 90]]
+    sign_in(client, ADMIN)
+    page = html.unescape(client.get("/").get_data(as_text=True))
+    assert re.search(r'id="health-status">degraded<', page), page
+    assert "monitor: no leader for shard 0/1" in page
+    assert re.search(
+        r'class="state active stale"[^>]*>active</span><small[^>]*>· as of 71 s ago', page
+    )
+    assert re.search(r"last 5 min: 1,500,000 items", page), page
+    assert page.count('class="bar') == 5
+    listed = html.unescape(client.get("/crawlers").get_data(as_text=True))
+    assert "1,500,000" in listed and "· as of 71 s ago" in listed
+
+    with hub_app.extensions["blackwidow"].sessions.begin() as session:
+        session.merge(MonitorLock(name="monitor", last_cycle_at=utcnow()))
+    fresh = client.get("/crawlers").get_data(as_text=True)
+    assert "data-stale" not in fresh

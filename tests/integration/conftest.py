@@ -83,8 +83,12 @@ class Cluster:
         self.other_hubs.append(other)
         return other
 
-    def start_gunicorn_hub(self, workers: int, **env: str) -> processes.Running:
-        """The hub as production runs it (gunicorn with the Procfile's config), answering."""
+    def start_gunicorn_hub(
+        self, workers: int, app: str = "blackwidow.wsgi:app", **env: str
+    ) -> processes.Running:
+        """The hub as production runs it (gunicorn with the Procfile's config), answering;
+        `app` as the Procfile's web names it (`blackwidow.wsgi:hub_app(monitor=False)`: no
+        monitor)."""
         environ = {**os.environ, **self.env, **env}
         command = [sys.executable, "-m", "blackwidow", "db", "upgrade"]
         subprocess.run(command, env=environ, check=True)
@@ -96,7 +100,7 @@ class Cluster:
             hub = subprocess.Popen(
                 [
                     *(sys.executable, "-m", "gunicorn", "-c", "python:blackwidow.gunicorn_conf"),
-                    *("-w", str(workers), "-b", f"127.0.0.1:{port}", "blackwidow.wsgi:app"),
+                    *("-w", str(workers), "-b", f"127.0.0.1:{port}", app),
                 ],
                 env=environ,
                 stderr=log,

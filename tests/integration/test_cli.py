@@ -329,3 +329,9 @@ def test_crawlers_go_by_name_too_and_their_table_fits_80_columns(
         row = next(line.split() for line in table[1:] if line.split()[0] == str(crawler["id"]))
         assert crawler["state"] in row and str(crawler["items_collected"]) in row
     assert any("Ars Technica" in line and "…" in line for line in table)
+    admin.env["COLUMNS"] = "80"
+    nodes = admin.ok("nodes", "ls", "--format", "table").splitlines()
+    assert max(len(line) for line in nodes) <= 80, "\n".join(nodes)
+    for node in admin.lines("nodes", "ls"):  # id and state whole, never `ac…`
+        row = next(line.split() for line in nodes[1:] if line.split()[0] == str(node["id"]))
+        assert node["state"] in row, nodes

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from blackwidow.dashboard.freshness import STALE_CYCLES
 from tests.integration.conftest import Cluster
 from tests.support import wait_until
 
@@ -87,6 +89,12 @@ def test_the_dashboard_shows_and_steers_the_cluster(
     admin = sign_in(browser, c.hub_url, c.admin_token)
     expect(admin.locator("#nodes tbody tr")).to_have_count(2)
     expect(admin.locator("#nodes")).to_contain_text("active")
+    expect(admin.locator("#nodes [data-stale]")).to_have_count(0)  # the monitor cycles
+    # the cluster's items stored per minute, from the rate samples, over the rate window
+    expect(admin.locator("#throughput-chart rect")).to_have_count(5)
+    expect(admin.locator("#throughput")).to_contain_text("rate samples")
+    stored = re.compile(r"last 5 min:\s+[1-9][\d,]* items")
+    expect(admin.locator("#throughput h2")).to_contain_text(stored, timeout=WAIT_MS)
     shot(admin, "cluster-admin")
 
     admin.click("nav >> text=Crawlers")
@@ -101,17 +109,18 @@ def test_the_dashboard_shows_and_steers_the_cluster(
     expect(crawler_row(admin, science["id"]).locator("[data-state]")).to_have_text("disabled")
     assert c.get(ana, science["id"])["state"] == "disabled"
 
-    # edit a limit: a bad one is refused naming the field, a good one is kept
+    # edit a limit: a bad one is refused naming the field, a good one is kept (and written
+    # with its thousands separated)
     row = crawler_row(admin, shared[0]["id"])
     row.locator('input[name="item_limit"]').fill("none")
     row.locator('button[data-action="limit"]').click()
     expect(admin.locator(".flash.error")).to_contain_text("item_limit: Not a valid integer.")
     assert c.get(ana, shared[0]["id"])["item_limit"] is None
     row = crawler_row(admin, shared[0]["id"])
-    row.locator('input[name="item_limit"]').fill("250")
+    row.locator('input[name="item_limit"]').fill("1500000")
     row.locator('button[data-action="limit"]').click()
-    expect(crawler_row(admin, shared[0]["id"]).locator("[data-limit]")).to_have_text("250")
-    assert c.get(ana, shared[0]["id"])["item_limit"] == 250
+    expect(crawler_row(admin, shared[0]["id"]).locator("[data-limit]")).to_have_text("1,500,000")
+    assert c.get(ana, shared[0]["id"])["item_limit"] == 1500000
 
     # a POST without the form's CSRF token, though it carries the session cookie: refused
     forged = admin.request.post(
@@ -192,18 +201,52 @@ def test_the_dashboard_shows_and_steers_the_cluster(
     expect(dead.locator('[data-delivery="none"]')).to_be_visible()
     shot(admin, "cluster-admin-node-dead")
 
+    # the monitor dies with its hub (kill -9); a hub serving without one (gunicorn, the
+    # Procfile's web) says degraded and why, and marks the states nobody updates with their age
+    monitored = c.hub
+    assert monitored is not None
+    c.start_gunicorn_hub(1, "blackwidow.wsgi:hub_app(monitor=False)")
+    monitored.kill()
+    stale_after = STALE_CYCLES * float(c.env["BLACKWIDOW_POLL_INTERVAL"])
+
+    def monitor_gone() -> bool:
+        monitor = c.call("GET", "/api/v1/health").json()["monitor"]
+        cycled = datetime.fromisoformat(monitor["last_cycle_at"])
+        silent_for = (datetime.now(UTC) - cycled.replace(tzinfo=UTC)).total_seconds()
+        return not monitor["leader"] and silent_for > stale_after + 0.5
+
+    wait_until(monitor_gone, what="the monitor's lock to lapse and its cycle to go stale")
+    admin.goto(c.hub_url)  # the session cookie goes along: cookies do not care for ports
+    expect(admin.locator("#health-status")).to_have_text("degraded")
+    expect(admin.locator("#health-reasons")).to_contain_text("monitor: no leader for shard 0/1")
+    aged = re.compile(r"· as of \d+ s ago")
+    expect(admin.locator("#nodes tr[data-node] [data-stale]")).to_have_text(aged)
+    shot(admin, "cluster-admin-monitor-dead")
+    admin.goto(f"{c.hub_url}/crawlers")
+    expect(crawler_row(admin, shared[1]["id"]).locator("[data-stale]")).to_have_text(aged)
+    expect(crawler_row(admin, science["id"]).locator("[data-stale]")).to_have_count(0)  # off
+    shot(admin, "crawlers-admin-monitor-dead")
+
 
 def create_export_and_delete(user: Page, c: Cluster, token: str) -> None:
     """A user's crawler made from the form (a refusal first), its items newest first, exported
     as a file, then deleted after the confirmation."""
     user.click("nav >> text=Crawlers")
     user.click("#new-crawler-link")
-    user.fill("#name", "stories")
-    user.fill("#feeds", "not-a-feed")
-    user.click('button[data-action="create"]')
-    expect(user.locator("#feeds-error")).to_have_text("query.feeds.0: Not a valid URL.")
-    expect(user.locator("#feeds")).to_have_attribute("aria-invalid", "true")
+    user.fill("#name", "bob-private")  # his crawler's name: names are unique per user
+    user.fill("#feeds", "not-a-feed\nftp://x.example/y")
+    user.fill("#item_limit", "many")
+    user.click('button[data-action="create"]')  # every error at once, a bad feed by its line
+    expect(user.locator("#error-count")).to_have_text("4 errors: nothing was written")
+    expect(user.locator("#name-error")).to_contain_text("is named 'bob-private' already")
+    expect(user.locator("#feeds-error p")).to_have_text(
+        ["line 1 (not-a-feed): Not a valid URL.", "line 2 (ftp://x.example/y): Not a valid URL."]
+    )
+    expect(user.locator("#item_limit-error")).to_have_text("item_limit: Not a valid integer.")
+    for field in ("#name", "#feeds", "#item_limit"):
+        expect(user.locator(field)).to_have_attribute("aria-invalid", "true")
     shot(user, "new-crawler-refused")
+    user.fill("#name", "stories")
     user.fill("#feeds", c.feed("stories", items=12))  # one fetch: twelve items, one fetch time
     user.fill("#keywords", "story")
     user.fill("#item_limit", "50")
