@@ -50,13 +50,16 @@ def hub(host: str, port: int, database_url: str | None) -> None:
     from blackwidow import db
     from blackwidow.alerts.delivery import delivery_thread
     from blackwidow.app import create_app
-    from blackwidow.core import serving
+    from blackwidow.core import serving, startup
+    from blackwidow.core.store import open_store
     from blackwidow.monitor.loop import MonitorLoop
 
+    with startup.store_refusal():  # before the database is touched: nothing half-done
+        store = open_store(settings.store_url)
     engine = db.make_engine(settings.database_url)
     if engine.dialect.name == "sqlite" and db.needs_schema(engine):
         db.upgrade(settings.database_url)
-    app = create_app(settings)
+    app = create_app(settings, store)
     hub = app.extensions["blackwidow"]
     monitor = MonitorLoop(hub.sessions, settings, hub.alerts)
     deliveries = delivery_thread(hub.sessions, settings, hub.alerts)
@@ -96,9 +99,11 @@ def monitor(database_url: str | None) -> None:
 def spawn(hub_url: str, host: str, port: int, advertise_url: str | None) -> None:
     """Run a spawn node that registers with the hub."""
     settings = _settings()
+    from blackwidow.core import startup
     from spawn.runtime import run_node
 
-    run_node(settings, hub_url, host, port, advertise_url)
+    with startup.store_refusal():
+        run_node(settings, hub_url, host, port, advertise_url)
 
 
 @main.command()

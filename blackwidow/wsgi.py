@@ -22,7 +22,8 @@ GUNICORN_APP_LOAD_ERROR = 4  # gunicorn.arbiter.Arbiter.APP_LOAD_ERROR: the mast
 def hub_app(monitor: bool = True) -> Flask:
     """A worker's app, its background threads started."""
     settings = startup.settings_or_exit(status=GUNICORN_APP_LOAD_ERROR)
-    app = create_app(settings)
+    with startup.store_refusal(GUNICORN_APP_LOAD_ERROR):
+        app = create_app(settings)
     hub = app.extensions["blackwidow"]
     if monitor:
         MonitorLoop(hub.sessions, settings, hub.alerts).start()

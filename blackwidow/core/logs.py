@@ -52,7 +52,11 @@ def config(log_format: str, level: str | int = "INFO") -> dict[str, Any]:
         "handlers": {"stderr": {"()": StderrHandler, "formatter": "blackwidow"}},
         "root": {"level": level, "handlers": ["stderr"]},
         # no handler of their own: their records reach the root's, in the same format
-        "loggers": {name: {"handlers": [], "propagate": True} for name in GUNICORN_LOGGERS},
+        "loggers": {
+            **{name: {"handlers": [], "propagate": True} for name in GUNICORN_LOGGERS},
+            # Alembic names each of its plugins at INFO whenever it loads: noise at every start
+            "alembic.runtime.plugins": {"level": "WARNING"},
+        },
     }
 
 

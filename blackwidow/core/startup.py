@@ -1,14 +1,16 @@
 """What every entry point that serves does before it binds: check the settings with one
 function, so a bad environment stops each alike (one message on stderr, a non-zero status),
 then set up logging (blackwidow.core.logs) and warn of every BLACKWIDOW_* variable that
-nothing reads, with the name it was likely meant to be."""
+nothing reads, with the name it was likely meant to be; and stop in one line, the same way,
+when the item store cannot be opened (`store_refusal`)."""
 
 from __future__ import annotations
 
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from blackwidow.core import logs
@@ -20,6 +22,7 @@ from blackwidow.core.settings import (
     unknown_variables,
     variables,
 )
+from blackwidow.core.store import StoreRefused
 
 log = logging.getLogger(__name__)
 
@@ -55,3 +58,17 @@ def warn_of_unknown(environ: Mapping[str, str]) -> None:
     for name, nearest in unknown_variables(environ).items():
         guess = f" did_you_mean={nearest}" if nearest else ""
         log.warning("unknown variable ignored variable=%s%s", name, guess)
+
+
+@contextmanager
+def store_refusal(status: int = EXIT_STATUS) -> Iterator[None]:
+    """Where a process opens its item store: a store it cannot open (StoreRefused, which names
+    BLACKWIDOW_STORE and the cause) stops it with that one line on stderr and `status`, rather
+    than a traceback. A store that does not answer yet is not refused: the process starts and
+    says so (/readyz, health) until it does."""
+    try:
+        yield
+    except StoreRefused as refusal:
+        print(f"blackwidow: cannot start: {refusal}", file=sys.stderr)
+        sys.stderr.flush()
+        raise SystemExit(status) from None

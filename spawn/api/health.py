@@ -36,15 +36,21 @@ def blueprint(node: NodeState, credentials: CredentialBook) -> Blueprint:
 
     @blp.route("/readyz")
     @blp.response(200, NodeReadiness)
-    @blp.alt_response(503, schema=NodeReadiness, description="not registered with the hub")
+    @blp.alt_response(
+        503, schema=NodeReadiness, description="not registered with the hub, or the store fails"
+    )
     def readyz() -> tuple[Response, int]:
-        """Readiness: 200 once the node is registered with the hub, 503 with the reason until
-        then (the hub refused it, does not answer, or the node detached and registers again).
+        """Readiness: 200 once the node is registered with the hub and its store took the last
+        write, 503 with the reasons otherwise (the hub refused it, does not answer, or the
+        node detached and registers again; the store's error as the last write saw it).
         Liveness stays /healthz: a node that is not ready must not be restarted for it."""
         reasons = []
         if not node.registered.is_set():
             problem = node.registration_problem or "no answer from the hub yet"
             reasons.append(f"not registered with the hub: {problem}")
+        store = node.health().get("store", {})
+        if not store.get("ok", True):
+            reasons.append(f"store: {store.get('error')}")
         body = {"status": "not_ready" if reasons else "ready", "role": "node", "reasons": reasons}
         return jsonify(body), 503 if reasons else 200
 

@@ -1,7 +1,8 @@
 """Misconfiguration said out loud, by real processes: a node with a wrong advertise URL or a
 wrong cluster secret is refused with the reason, says it once in its log however often it
 retries, and is not ready; a misspelt variable is warned of at start; `postgres://` runs, an
-unknown scheme stops the start in one line with status 2."""
+unknown scheme stops the start in one line with status 2, as a store that cannot be opened
+does on the hub, a node and web."""
 
 from __future__ import annotations
 
@@ -129,3 +130,33 @@ def test_the_start_warns_of_a_misspelt_variable_and_takes_postgres_urls(
         "BLACKWIDOW_DATABASE_URL: expected sqlite:///PATH or"
         " postgresql://USER:PASSWORD@HOST/DATABASE, got a mysql:// URL",
     ]
+
+
+@pytest.mark.parametrize("entry", ["hub", "spawn", "web"])
+def test_a_store_that_cannot_be_opened_stops_the_start_in_one_line(tmp_path, entry: str) -> None:
+    """The hub, a node and gunicorn's web each refuse a store file that is a directory: one
+    line naming BLACKWIDOW_STORE and the cause, status 2, and no database made meanwhile."""
+    (tmp_path / "items.db").mkdir()
+    env = {
+        **os.environ,
+        "BLACKWIDOW_STORE": f"sqlite:///{tmp_path / 'items.db'}",
+        "BLACKWIDOW_DATABASE_URL": f"sqlite:///{tmp_path / 'hub.db'}",
+        "BLACKWIDOW_CLUSTER_SECRET": "a secret",
+    }
+    command = {
+        "hub": ["-m", "blackwidow", "hub", "--port", "0"],
+        "spawn": ["-m", "blackwidow", "spawn", "--hub", f"http://127.0.0.1:{closed_port()}"],
+        "web": [
+            *("-m", "gunicorn", "-c", "python:blackwidow.gunicorn_conf"),
+            *("--bind", "127.0.0.1:0", "blackwidow.wsgi:hub_app(monitor=False)"),
+        ],
+    }[entry]
+    ran = subprocess.run(
+        [sys.executable, *command], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 2
+    assert ran.stderr.splitlines() == [
+        f"blackwidow: cannot start: BLACKWIDOW_STORE: cannot open {tmp_path / 'items.db'}:"
+        " it is a directory, not a file"
+    ]
+    assert not (tmp_path / "hub.db").exists()

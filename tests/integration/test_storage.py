@@ -14,6 +14,7 @@ from unittest.mock import ANY
 
 import pytest
 import redis
+import requests
 
 from blackwidow.core.queue import item_from_entry
 from blackwidow.core.queue.entries import stream_key
@@ -114,6 +115,10 @@ def test_a_node_rides_out_cassandra_stopping_and_starting(
 
         wait_until(lambda: (subscriber()["last_error"] or "").startswith("store:"), what="error")
         wait_until(lambda: running.node_health(node)["status"] == "degraded", what="degraded")
+        not_ready = requests.get(f"{node.url}/readyz", timeout=5)
+        assert not_ready.status_code == 503
+        [reason] = not_ready.json()["reasons"]
+        assert reason.startswith("store: cassandra: ")
         held = wait_until(lambda: _held_at_least(running, node, 6), what="a full buffer")
         assert held <= 6 + 3  # the buffer plus at most one delivery: the source waits
 
@@ -121,6 +126,7 @@ def test_a_node_rides_out_cassandra_stopping_and_starting(
         cassandra.wait_ready(cassandra.ready_timeout)
         wait_until(lambda: len(running.items(token, crawler["id"])) >= 8, timeout=60, what="flow")
         assert running.node_health(node)["status"] == "ok"
+        assert requests.get(f"{node.url}/readyz", timeout=5).status_code == 200
 
         before_outage = len(running.items(token, crawler["id"]))
         cassandra.stop()  # down mid-run

@@ -6,9 +6,18 @@ cassandra:// URL, so a process on SQLite never loads it.
 
 from __future__ import annotations
 
+import os
+import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 
-from blackwidow.core.store.base import SearchUnsupported, Store, StoreUnavailable, Write
+from blackwidow.core.store.base import (
+    SearchUnsupported,
+    Store,
+    StoreRefused,
+    StoreUnavailable,
+    Write,
+)
 from blackwidow.core.store.cassandra import config as cassandra_config
 from blackwidow.core.store.sqlite import SqliteStore
 
@@ -16,6 +25,7 @@ __all__ = [
     "SearchUnsupported",
     "SqliteStore",
     "Store",
+    "StoreRefused",
     "StoreUnavailable",
     "Write",
     "open_store",
@@ -32,7 +42,28 @@ def _open_sqlite(rest: str) -> Store:
     """SQLAlchemy's convention: after `sqlite://` comes `/` then the path (`//abs` for absolute)."""
     if not rest.startswith("/") or rest == "/":
         raise ValueError("needs a file path after sqlite:///")
-    return SqliteStore(rest[1:])
+    path = rest[1:]
+    try:
+        return SqliteStore(path)
+    except (sqlite3.Error, OSError) as error:
+        why = _why_not(path, error)
+        raise StoreRefused(f"BLACKWIDOW_STORE: cannot open {path}: {why}") from None
+
+
+def _why_not(path: str, error: Exception) -> str:
+    """What an operator fixes: the path's own state where it tells (SQLite says only "unable
+    to open database file" for each of them), else what SQLite or the OS said."""
+    file = Path(path)
+    if file.is_dir():
+        return "it is a directory, not a file"
+    folder = next((p for p in file.parents if p.exists()), None)
+    if folder is not None and not folder.is_dir():
+        return f"{folder} is a file, not a directory"
+    if file.exists() and not os.access(file, os.R_OK | os.W_OK):
+        return "no permission to read and write it"
+    if folder is not None and not file.exists() and not os.access(folder, os.W_OK):
+        return f"no permission to create it in {folder}"
+    return f"{type(error).__name__}: {error}"
 
 
 def _open_cassandra(rest: str) -> Store:
@@ -50,14 +81,14 @@ STORE_OPENERS: dict[str, Callable[[str], Store]] = {
 def _parts(url: str) -> tuple[str, str]:
     scheme, separator, rest = url.partition("://")
     if not separator:
-        raise ValueError(f"BLACKWIDOW_STORE: not a store URL; use {_ACCEPTED}")
+        raise StoreRefused(f"BLACKWIDOW_STORE: not a store URL; use {_ACCEPTED}")
     if scheme not in STORE_OPENERS:
-        raise ValueError(f"BLACKWIDOW_STORE: unsupported scheme {scheme!r}; use {_ACCEPTED}")
+        raise StoreRefused(f"BLACKWIDOW_STORE: unsupported scheme {scheme!r}; use {_ACCEPTED}")
     return scheme, rest
 
 
-def _named(error: ValueError) -> ValueError:
-    return ValueError(f"BLACKWIDOW_STORE: {error}; use {_ACCEPTED}")
+def _named(error: ValueError) -> StoreRefused:
+    return StoreRefused(f"BLACKWIDOW_STORE: {error}; use {_ACCEPTED}")
 
 
 def upgrade_store(url: str) -> str:
@@ -82,12 +113,18 @@ def upgrade_store(url: str) -> str:
 
 
 def open_store(url: str) -> Store:
-    """Open the store a URL names; a bad URL raises ValueError naming BLACKWIDOW_STORE.
+    """Open the store a URL names; a bad URL, or a store that cannot be opened (a SQLite file
+    that is a directory, unwritable, or not a database), raises StoreRefused naming
+    BLACKWIDOW_STORE. A Cassandra store connects on first use: one that does not answer yet
+    is an outage (StoreUnavailable), not a refusal.
 
-    Only the scheme is echoed back, because store URLs may one day carry credentials.
+    Only the scheme and a SQLite file's path are echoed back, because store URLs may one day
+    carry credentials.
     """
     scheme, rest = _parts(url)
     try:
         return STORE_OPENERS[scheme](rest)
+    except StoreRefused:
+        raise
     except ValueError as error:
         raise _named(error) from error

@@ -18,6 +18,11 @@ class StoreUnavailable(Exception):
     """The store did not answer; the write may be retried as it is (every write is idempotent)."""
 
 
+class StoreRefused(ValueError):
+    """BLACKWIDOW_STORE names no store this process can open (the message names the variable
+    and the cause): a start-up refusal, not an outage to wait out."""
+
+
 class SearchUnsupported(Exception):
     """This store cannot search items' words (the message says why): never answered by a scan."""
 
