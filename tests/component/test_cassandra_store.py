@@ -55,7 +55,7 @@ def test_a_keyspace_without_the_schema_asks_for_db_upgrade(cassandra_service: An
     url = f"cassandra://{cassandra_service.contact_points}/never_upgraded?consistency=ONE"
     store = open_store(url)
     try:
-        with pytest.raises(StoreUnavailable, match=r"schema version 0 of 4.*blackwidow db upgrade"):
+        with pytest.raises(StoreUnavailable, match=r"schema version 0 of 5.*blackwidow db upgrade"):
             store.count(1)
     finally:
         store.close()
@@ -66,7 +66,7 @@ def test_upgrade_is_versioned_idempotent_and_follows_the_replication_setting(
 ) -> None:
     keyspace = f"upgrade_{uuid.uuid4().hex[:10]}"
     url = f"cassandra://{cassandra_service.contact_points}/{keyspace}"
-    assert upgrade_store(url) == f"cassandra keyspace {keyspace} applied versions [1, 2, 3, 4]"
+    assert upgrade_store(url) == f"cassandra keyspace {keyspace} applied versions [1, 2, 3, 4, 5]"
     assert upgrade_store(url) == f"cassandra keyspace {keyspace} already current"
     assert upgrade_store(url + "?replication=datacenter1:1").endswith("already current")
 
@@ -74,7 +74,7 @@ def test_upgrade_is_versioned_idempotent_and_follows_the_replication_setting(
     try:
         session = cluster.connect()
         versions = session.execute(f"SELECT version, description FROM {keyspace}.schema_versions")
-        assert sorted(row.version for row in versions) == [1, 2, 3, 4]
+        assert sorted(row.version for row in versions) == [1, 2, 3, 4, 5]
         replication = session.execute(
             "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (keyspace,)
         ).one()
@@ -84,6 +84,39 @@ def test_upgrade_is_versioned_idempotent_and_follows_the_replication_setting(
         }
         session.execute(f"DROP KEYSPACE {keyspace}", timeout=60)
     finally:
+        cluster.shutdown()
+
+
+def test_a_backfill_cut_short_is_run_again_by_the_next_upgrade(
+    cassandra_store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A version is recorded before its backfill, so the store opens while it runs, but its
+    applied_at only once the backfill is done: an upgrade killed meanwhile is taken up again."""
+    config = parse(cassandra_store_url.removeprefix("cassandra://"))
+    runs: list[str] = []
+
+    def backfill(session: Any, ks: str) -> None:
+        runs.append(ks)
+        if len(runs) == 1:
+            raise TimeoutError("cut short")
+
+    number = cassandra_schema.LATEST + 1
+    later = cassandra_schema.SchemaVersion(number, "a backfill, for this test", (), backfill)
+    monkeypatch.setattr(cassandra_schema, "VERSIONS", (*cassandra_schema.VERSIONS, later))
+    monkeypatch.setattr(cassandra_schema, "LATEST", number)
+    cluster = make_cluster(config)
+    try:
+        session = cluster.connect(config.keyspace)
+        with pytest.raises(StoreUnavailable, match="cut short"):
+            upgrade_store(cassandra_store_url)
+        assert cassandra_schema.applied_version(session, config.keyspace) == number
+        assert upgrade_store(cassandra_store_url).endswith(f"applied versions [{number}]")
+        assert upgrade_store(cassandra_store_url).endswith("already current")
+        assert runs == [config.keyspace, config.keyspace]
+    finally:
+        cluster.connect(config.keyspace).execute(
+            "DELETE FROM schema_versions WHERE version = %s", (number,)
+        )
         cluster.shutdown()
 
 
@@ -125,7 +158,7 @@ def test_a_keyspace_of_version_1_keeps_its_items_and_gains_html(
         session.execute(
             "INSERT INTO crawler_totals (crawler_id, writer, stored) VALUES (7, uuid(), 1)"
         )
-        assert upgrade_store(url).endswith("applied versions [2, 3, 4]")
+        assert upgrade_store(url).endswith("applied versions [2, 3, 4, 5]")
         session.execute("DELETE FROM schema_versions WHERE version = 2")
         assert upgrade_store(url).endswith("applied versions [2]")
 

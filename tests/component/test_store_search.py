@@ -1,17 +1,22 @@
 """Searching items' words in every store: SQLite's full-text index and Cassandra's SAI index,
-each built for the items stored before it."""
+each built for the items stored before it, and each finding a word in any script, case and
+Unicode normal form."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+import unicodedata
+import uuid
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
-from blackwidow.core.store import Store, open_store
+from blackwidow.core.store import Store, open_store, upgrade_store
 from blackwidow.core.store.base import SearchUnsupported
 from blackwidow.core.store.cassandra.config import parse
 from blackwidow.core.store.cassandra.schema import fill_words
@@ -197,6 +202,134 @@ def test_a_cassandra_store_without_search_on_writes_no_words_and_refuses_to_sear
         assert [row.words for row in words] == [None]
         with pytest.raises(SearchUnsupported, match=r"search is off.*search=on"):
             found(store, "plain", [one])
+    finally:
+        cluster.shutdown()
+        store.close()
+
+
+def nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+def fresh_crawler() -> int:
+    """A crawler id of one example's own: examples share a store, and a keyspace."""
+    return uuid.uuid4().int % 2**40 * 10 + 4
+
+
+FORMS = ("NFC", "NFD", "NFKC", "NFKD")
+CASES: tuple[Callable[[str], str], ...] = (str.upper, str.lower, str.casefold, str.title)
+FULL_WIDTH = "".join(chr(ord(c) + 0xFEE0) for c in "Full")  # NFKC: Full
+ACCENTED = ("Ελλάδα", "Ζεύς", "Ωκεανός", "ёлка", nfd("Kraków"), nfd("naïve"), nfd("Ñandú"))
+ANY_WORD = st.one_of(
+    st.sampled_from((*ACCENTED, "Straße", "STRASSE", FULL_WIDTH, "ﬁne")),
+    st.text(st.characters(categories=("L", "M", "N")), min_size=1, max_size=8),
+)
+SEARCHED = settings(
+    max_examples=30,  # a Cassandra example costs a few round trips
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],  # a crawler per example
+)
+
+
+@SEARCHED
+@given(
+    held=st.lists(ANY_WORD, min_size=1, max_size=5),
+    absent=ANY_WORD,
+    stored_in=st.sampled_from(FORMS),
+    typed_in=st.sampled_from(FORMS),
+    case=st.sampled_from(CASES),
+    pick=st.integers(min_value=0, max_value=4),
+)
+@example(["Ελλάδα", "Ζεύς"], "Ωκεανός", "NFC", "NFC", str.title, 0)
+@example(["Ελλάδα", "Ζεύς"], "Ελλάς", "NFC", "NFC", str.lower, 1)
+@example(["Ωκεανός", "ёлка"], "елки", "NFC", "NFD", str.upper, 0)
+@example(["ёлка"], "ель", "NFD", "NFC", str.upper, 0)
+@example(["Kraków", "naïve", "Ñandú"], "Warszawa", "NFC", "NFD", str.lower, 0)
+@example(["Kraków", "naïve", "Ñandú"], "naif", "NFD", "NFD", str.casefold, 1)
+@example(["Kraków", "naïve", "Ñandú"], "Nandus", "NFC", "NFD", str.title, 2)
+@example(["Straße"], "Strasser", "NFC", "NFC", str.upper, 0)  # typed STRASSE
+@example(["STRASSE"], "Strand", "NFC", "NFC", str.lower, 0)  # typed strasse, finds ß too
+@example([FULL_WIDTH, "ﬁne"], "fin", "NFC", "NFKC", str.lower, 0)  # typed full
+@example([FULL_WIDTH, "ﬁne"], "fun", "NFKC", "NFC", str.upper, 0)  # stored Full, typed wide
+@example([FULL_WIDTH, "ﬁne"], "finer", "NFC", "NFKD", str.lower, 1)  # typed fine
+def test_a_word_an_item_holds_finds_it_in_any_case_and_normal_form(
+    store: Store,
+    held: list[str],
+    absent: str,
+    stored_in: str,
+    typed_in: str,
+    case: Callable[[str], str],
+    pick: int,
+) -> None:
+    """Stored in one normal form and typed in another, in capitals or not, a word is the same
+    word; one the item does not hold finds nothing."""
+    typed = unicodedata.normalize(typed_in, case(held[pick % len(held)]))
+    crawler = fresh_crawler()
+    title, text = (
+        unicodedata.normalize(stored_in, " ".join(part)) for part in (held[:1], held[1:])
+    )
+    store.add([item("held", crawler, title, text)])
+    if words(typed):  # not a word of marks alone, which no search asks for
+        assert found(store, typed, [crawler]) == ["held"]
+    holds = set(words(f"{title} {text} Ann Author"))
+    if words(absent) and not holds.issuperset(words(absent)):
+        assert found(store, absent, [crawler]) == []
+
+
+def test_an_sqlite_file_of_the_version_before_gets_its_words_folded_when_opened(
+    tmp_path: Path,
+) -> None:
+    """Version 5 indexed what FTS5's own tokenizer cut, which leaves accents on Greek and
+    Cyrillic letters and splits decomposed words; the version after re-indexes once."""
+    path = tmp_path / "items.db"
+    old_file(path, version=len(MIGRATIONS) - 1)
+    with sqlite3.connect(path) as db:  # the triggers of version 5 index it as it was
+        db.execute(
+            "INSERT INTO items (crawler_id, item_id, source, title, text, fetched_at)"
+            " VALUES (1, 'greek', 'rss', 'Ελλάδα', ?, ?)",
+            (nfd("ёлка Kraków"), T0.isoformat()),
+        )
+    db.close()
+    store = open_store(f"sqlite:///{path}")
+    try:
+        for query in ("Ελλάδα", "ελλαδα", "ЁЛКА", "Kraków", nfd("Kraków")):
+            assert found(store, query, [1]) == ["greek"], query
+        assert found(store, "plain", [1]) == ["old"]
+        store.add([item("new", 1, "Ζεύς")])
+        assert found(store, "ζευς", [1]) == ["new"]
+    finally:
+        store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
+        db.execute("INSERT INTO items_words (items_words) VALUES ('integrity-check')")
+    db.close()
+
+
+@pytest.mark.services("cassandra_service")
+def test_cassandra_words_cut_before_folding_are_cut_again_by_db_upgrade(
+    cassandra_store_url: str, crawler_ids: tuple[int, int, int]
+) -> None:
+    one = crawler_ids[0]
+    config = parse(cassandra_store_url.removeprefix("cassandra://"))
+    store = open_store(cassandra_store_url)
+    cluster = make_cluster(config)
+    try:
+        store.add([item("greek", one, "Ελλάδα", nfd("Kraków"))])
+        session = cluster.connect(config.keyspace)
+        session.execute(  # as schema version 4 cut them: split at the decomposed ó
+            "UPDATE items_by_crawler SET words = %s WHERE crawler_id = %s AND day = %s"
+            " AND fetched_at = %s AND item_id = %s",
+            ({"ελλαδα", "krako", "w", "ann", "author"}, one, T0.date(), T0, "greek"),
+        )
+        assert found(store, "Kraków", [one]) == []
+        session.execute("DELETE FROM schema_versions WHERE version = 5")
+        assert upgrade_store(cassandra_store_url).endswith("applied versions [5]")
+        assert found(store, "Kraków", [one]) == ["greek"]
+        assert found(store, nfd("KRAKÓW"), [one]) == ["greek"]
+        recorded = session.execute("SELECT applied_at FROM schema_versions WHERE version = 5")
+        assert recorded.one().applied_at is not None
     finally:
         cluster.shutdown()
         store.close()

@@ -26,10 +26,39 @@ from blackwidow.core.store.windows import (
     Window,
     checked,
     in_batches,
+    searchable,
 )
 from sources.model import Item, utc_text
 
 BUSY_TIMEOUT = 10.0  # seconds a writer waits for another process's lock before failing
+_WORDS_FIELDS = ("title", "text", "author")  # what an item is found by, title first (bm25)
+_WORDS_COLUMNS = tuple(f"{field}_words" for field in _WORDS_FIELDS)  # each one's `searchable`
+_SEARCHABLE = "searchable"  # windows.searchable, as a function of the store's connection
+
+
+def _words_index() -> tuple[str, ...]:
+    """An external-content FTS5 table on the words columns of `items`, kept by triggers in
+    each write's own transaction, and built for the items stored already. Its tokenizer is
+    `ascii`, which cuts at spaces and ASCII punctuation only and folds nothing but ASCII:
+    the columns hold words windows.folded made, which it then takes as they are."""
+    listed = ", ".join(_WORDS_COLUMNS)
+    new = ", ".join(f"new.{column}" for column in _WORDS_COLUMNS)
+    old = ", ".join(f"old.{column}" for column in _WORDS_COLUMNS)
+    add = f"INSERT INTO items_words (rowid, {listed}) VALUES (new.rowid, {new});"
+    remove = (
+        f"INSERT INTO items_words (items_words, rowid, {listed})"
+        f" VALUES ('delete', old.rowid, {old});"
+    )
+    return (
+        f"CREATE VIRTUAL TABLE items_words USING fts5({listed},"
+        f" content='items', content_rowid='rowid', tokenize='ascii')",
+        f"CREATE TRIGGER items_words_added AFTER INSERT ON items BEGIN {add} END",
+        f"CREATE TRIGGER items_words_removed AFTER DELETE ON items BEGIN {remove} END",
+        f"CREATE TRIGGER items_words_changed AFTER UPDATE OF {listed} ON items BEGIN"
+        f" {remove} {add} END",
+        "INSERT INTO items_words (items_words) VALUES ('rebuild')",
+    )
+
 
 # Schema versions in order; a file at version n gets the statements of n+1 onwards.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -75,15 +104,26 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " VALUES (new.rowid, new.title, new.text, new.author); END",
         "INSERT INTO items_words (items_words) VALUES ('rebuild')",
     ),
+    (  # an index of the words windows.folded cuts, in every script and form, not FTS5's own
+        "DROP TRIGGER items_words_added",
+        "DROP TRIGGER items_words_removed",
+        "DROP TRIGGER items_words_changed",
+        "DROP TABLE items_words",
+        *(f"ALTER TABLE items ADD COLUMN {column} TEXT" for column in _WORDS_COLUMNS),
+        "UPDATE items SET"
+        + ",".join(f" {field}_words = {_SEARCHABLE}({field})" for field in _WORDS_FIELDS),
+        *_words_index(),
+    ),
 )
 
 _COLUMNS = (
     "crawler_id, item_id, source, url, title, text, author,"
     " published_at, fetched_at, conversation_id, in_reply_to, html"
 )
+_INSERTED = f"{_COLUMNS}, expires_at, id_expires_at, {', '.join(_WORDS_COLUMNS)}"
 _INSERT = (
-    f"INSERT OR IGNORE INTO items ({_COLUMNS}, expires_at, id_expires_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT OR IGNORE INTO items ({_INSERTED})"
+    f" VALUES ({', '.join('?' for _ in _INSERTED.split(','))})"
 )
 _SELECT_IDS = (  # on the primary key, in id order: a keyset page
     "SELECT item_id FROM items WHERE crawler_id = ? AND item_id > ?"
@@ -131,6 +171,7 @@ class SqliteStore:
         )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # durable enough under WAL, far fewer fsyncs
+        self._db.create_function(_SEARCHABLE, 1, searchable, deterministic=True)  # re-indexing
         self._upgrade()
 
     def _upgrade(self) -> None:
@@ -322,7 +363,8 @@ class _WriteTransaction:
 
 
 def _to_row(item: Item, ttl: int | None, id_ttl: int | None) -> tuple[Any, ...]:
-    """Retention and id expiry count from the write, as Cassandra's TTL does."""
+    """Retention and id expiry count from the write, as Cassandra's TTL does; the words
+    columns are what the index reads (_words_index)."""
     now = datetime.now(UTC)
     expires = utc_text(now + timedelta(seconds=ttl)) if ttl else None
     id_expires = utc_text(now + timedelta(seconds=id_ttl)) if id_ttl else None
@@ -341,6 +383,7 @@ def _to_row(item: Item, ttl: int | None, id_ttl: int | None) -> tuple[Any, ...]:
         item.html,
         expires,
         id_expires,
+        *(searchable(getattr(item, field)) for field in _WORDS_FIELDS),
     )
 
 

@@ -19,7 +19,8 @@ from sources.model import Item
 
 TimeField = Literal["fetched_at", "published_at"]
 TIME_FIELDS: tuple[TimeField, ...] = ("fetched_at", "published_at")
-_WORD = re.compile(r"[^\W_]+")  # a run of letters and digits, as the stores' tokenizers cut
+_WORD = re.compile(r"[^\W_]+")  # a run of letters and digits, in a text already `folded`
+_DOTLESS_I = "\u0131"  # folds to itself, but its capital I to i
 STREAM_BATCH = 1000  # rows a stream reads at a time: its memory, whatever the item count
 
 
@@ -57,14 +58,30 @@ class ItemPage:
 
 
 def words(text: str) -> tuple[str, ...]:
-    """The distinct words of a text, lowercase and without diacritics (é is e), in the order
-    given: what a search asks every item found to hold, and what the stores index. Anything
-    but letters and digits separates words and is not searched (no operators, no phrases)."""
-    return tuple(dict.fromkeys(_plain(word.lower()) for word in _WORD.findall(text)))
+    """The distinct words of a text as `folded`, in the order given: what a search asks every
+    item found to hold, and what the stores index. Anything but letters and digits separates
+    words and is not searched (no operators, no phrases)."""
+    return tuple(dict.fromkeys(_WORD.findall(folded(text))))
 
 
-def _plain(word: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+def searchable(text: str | None) -> str | None:
+    """Every word of a text as `folded`, repeats kept, one space apart: what SQLite's index
+    reads, so that its tokenizer sees exactly the words a query is cut into, and its ranking
+    still counts how often each occurs."""
+    return None if text is None else " ".join(_WORD.findall(folded(text)))
+
+
+def folded(text: str) -> str:
+    """A text in the one form search compares, whatever form it was typed or stored in: NFKC
+    (full-width and ligature letters are the plain ones), case folded (ß is ss; the dotless
+    i is i, as its capital I folds), without accents in any script (é is e, Greek ά and
+    Cyrillic ё are their letters without the mark). Done before words are cut: a decomposed
+    é is e and a combining mark, which would otherwise split its word."""
+    if text.isascii():  # the common case, and already in NFKC with no marks
+        return text.lower()
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
+    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return unicodedata.normalize("NFKC", plain).replace(_DOTLESS_I, "i")
 
 
 def checked(position: Any, shape: tuple[type | tuple[type, ...], ...]) -> list[Any]:

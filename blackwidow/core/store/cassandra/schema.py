@@ -17,6 +17,9 @@ once applied. There is one table per read path:
   that first sees it fills in the words of the items stored before, then creates the index. A
   server without SAI keeps the column and refuses searches (the index is asked for again at
   every upgrade).
+- version 5 folds the words as blackwidow.core.store.windows.folded does (NFKC, case folded,
+  accents removed in every script), which new items get from their writer: its backfill cuts
+  the words of the items stored before again, where the keyspace has the words' index.
 - bucket_totals: items stored per crawler as one absolute total per id bucket and writer
   process, in the id rows' partition so a total and the confirms it counts are one mutation;
   every write can be repeated safely (no counters). crawler_totals holds the totals written
@@ -52,8 +55,16 @@ class SchemaVersion:
     number: int
     description: str
     statements: tuple[str, ...]
-    # run once, after the statements, when the version is applied: rows the version changes
+    # run after the statements, until it has finished once: rows the version changes
     backfill: Callable[[Session, str], None] | None = None
+
+
+def refold_words(session: Session, ks: str) -> None:
+    """Cut the stored items' words again, as windows.folded now folds them, where a search
+    reads them: with the words' index. Without it there is nothing to redo now, and the
+    upgrade that creates it fills every item's words first (_index_words)."""
+    if has_words_index(session, ks):
+        fill_words(session, ks)
 
 
 WORDS_VERSION = 4  # the schema version that gives items_by_crawler its words column
@@ -111,6 +122,12 @@ VERSIONS: tuple[SchemaVersion, ...] = (
         "items carry their words, for search",
         ("ALTER TABLE {ks}.items_by_crawler ADD IF NOT EXISTS words set<text>",),
     ),
+    SchemaVersion(
+        5,
+        "items' words folded alike in every script and Unicode form, for search",
+        (),
+        backfill=refold_words,
+    ),
 )
 LATEST = VERSIONS[-1].number
 WORDS_INDEX = "items_by_crawler_words"
@@ -123,7 +140,8 @@ BACKFILL_CONCURRENCY = 32  # updates in flight meanwhile
 
 
 def applied_version(session: Session, keyspace: str) -> int:
-    """The highest schema version applied to the keyspace; 0 when there is none yet."""
+    """The highest schema version applied to the keyspace, its backfill perhaps still running
+    (the store works meanwhile); 0 when there is none yet."""
     tables = session.execute(
         "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,)
     )
@@ -141,25 +159,33 @@ def upgrade(session: Session, config: CassandraConfig) -> list[int]:
         f"CREATE TABLE IF NOT EXISTS {ks}.schema_versions"
         " (version int PRIMARY KEY, description text, applied_at timestamp)"
     )
-    done = {row.version for row in session.execute(f"SELECT version FROM {ks}.schema_versions")}
+    recorded = session.execute(f"SELECT version, applied_at FROM {ks}.schema_versions")
+    done = {row.version for row in recorded if row.applied_at is not None}
     applied = []
     for version in VERSIONS:
         if version.number in done:
             continue
         for statement in version.statements:
             session.execute(statement.format(ks=ks))
-        session.execute(
-            f"INSERT INTO {ks}.schema_versions (version, description, applied_at)"
-            " VALUES (%s, %s, %s)",
-            (version.number, version.description, datetime.now(UTC)),
-        )
+        _record(session, ks, version, None if version.backfill else datetime.now(UTC))
         if version.backfill is not None:
             version.backfill(session, ks)
+            _record(session, ks, version, datetime.now(UTC))
         applied.append(version.number)
     has_words = WORDS_VERSION in done.union(applied)
     if config.search and has_words and not has_words_index(session, ks):
         _index_words(session, ks)
     return applied
+
+
+def _record(session: Session, ks: str, version: SchemaVersion, at: datetime | None) -> None:
+    """A version is applied once recorded, and the store opens; its `applied_at` stays empty
+    while its backfill runs, so that one cut short (a timeout, a killed upgrade) is run again
+    by the next upgrade. Writers go on meanwhile."""
+    session.execute(
+        f"INSERT INTO {ks}.schema_versions (version, description, applied_at) VALUES (%s, %s, %s)",
+        (version.number, version.description, at),
+    )
 
 
 def _index_words(session: Session, ks: str) -> None:
