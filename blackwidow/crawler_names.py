@@ -14,8 +14,7 @@ from sqlalchemy.orm import Session
 
 from blackwidow.core.domain_errors import Conflict
 from blackwidow.models import Crawler
-
-NAME_LENGTH = 200  # a crawler's name, at most (the column's length)
+from blackwidow.name_rule import NAME_LENGTH
 
 
 def taken(session: Session, user_id: int) -> set[str]:

@@ -11,7 +11,7 @@ from marshmallow import ValidationError
 from sqlalchemy import Select, insert, select
 from sqlalchemy.orm import Session
 
-from blackwidow import changes, crawler_names
+from blackwidow import changes, crawler_names, name_rule
 from blackwidow.auth import Caller
 from blackwidow.core.domain_errors import DomainError, Forbidden, Invalid, NotFound
 from blackwidow.crawler_keys import key_for
@@ -90,7 +90,7 @@ def new(session: Session, user_id: int, data: dict[str, Any]) -> Crawler:
     enabled = data.get("enabled", True)
     return Crawler(
         user_id=user_id,
-        name=data["name"],
+        name=checked_name(data["name"]),
         source=data["source"],
         query=query,
         uuid=key_for(session, user_id, data["source"], query),
@@ -106,6 +106,15 @@ def new(session: Session, user_id: int, data: dict[str, Any]) -> Crawler:
         rate=0.0,  # not written: the column's default, set here for the create's answer
         last_error=None,
     )
+
+
+def checked_name(name: str) -> str:
+    """The name as stored (blackwidow.name_rule); the schema checks it too, but an import's
+    names come from a file."""
+    try:
+        return name_rule.checked(name)
+    except name_rule.NameRefused as refused:
+        raise Invalid(f"name: {refused}", "name") from None
 
 
 def _entry(session: Session, user_id: int, n: int, data: dict[str, Any]) -> Crawler:
@@ -207,6 +216,8 @@ def update(session: Session, crawler: Crawler, edits: dict[str, Any]) -> Crawler
     if "query" in edits:
         crawler.query = validated_query(crawler.source, edits["query"])
         crawler.uuid = key_for(session, crawler.user_id, crawler.source, crawler.query)
+    if "name" in edits:
+        edits = {**edits, "name": checked_name(edits["name"])}
     renamed = "name" in edits and edits["name"] != crawler.name
     if renamed:
         crawler_names.check(session, crawler.user_id, [edits["name"]], crawler.id)

@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from blackwidow import crawler_names, crawler_outlines, crawlers, opml
+from blackwidow import crawler_names, crawler_outlines, crawlers, name_rule, opml
 from blackwidow.auth import Caller
 from blackwidow.core.domain_errors import DomainError, Invalid
 from blackwidow.models import Crawler
@@ -140,10 +140,11 @@ def plan(subscriptions: opml.Subscriptions, group_by: str) -> list[Planned]:
 def apart(planned: Sequence[Planned], held: set[str]) -> list[Planned]:
     """The planned crawlers named apart from the names `held` and from each other, as
     `Blog`, `Blog (2)`: a user's crawler names are unique, and these names are the import's
-    own making (feed titles, categories), not the user's choice. Adds to `held`."""
+    own making (feed titles, categories), not the user's choice, so what a name may not
+    hold is made a space (blackwidow.name_rule.made_up) rather than refused. Adds to `held`."""
     named = []
     for crawler in planned:
-        name = crawler_names.free_name(crawler.name, held)
+        name = crawler_names.free_name(name_rule.made_up(crawler.name), held)
         held.add(name)
         named.append(replace(crawler, name=name))
     return named

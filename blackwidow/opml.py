@@ -24,6 +24,10 @@ from urllib.parse import urlsplit
 import defusedxml.ElementTree
 from defusedxml import DefusedXmlException
 
+# what XML 1.0 cannot carry, not even as a character reference: the C0 controls but tab,
+# newline and carriage return, lone surrogates, U+FFFE and U+FFFF. A crawler's name holds none
+# (blackwidow.name_rule); a feed's title and a keyword may.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 MAX_DEPTH = 16  # nested categories; deeper is not a reader's export
 # a name, never fetched: the version changes only if a setting's meaning does
 NAMESPACE = "urn:blackwidow:opml:1"
@@ -179,8 +183,9 @@ def _decoded(value: str, kind: str, where: str) -> Any:
 
 
 def _encoded(value: Any, kind: str) -> str:
-    if kind == "json":
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if kind == "json":  # a keyword may hold what XML cannot carry: JSON escapes it
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return _NOT_XML.sub(lambda found: f"\\u{ord(found[0]):04x}", text)
     if kind == "boolean":
         return "true" if value else "false"
     return str(value)
@@ -219,7 +224,8 @@ def write(title: str, crawlers: Sequence[Written]) -> bytes:
             value = crawler.settings.get(setting)
             if value is not None:
                 category.set(f"{{{NAMESPACE}}}{name}", _encoded(value, kind))
-        for url, feed_title in crawler.feeds:
+        for url, read_title in crawler.feeds:
+            feed_title = _NOT_XML.sub(" ", read_title)  # as a feed gave it: anything at all
             ET.SubElement(
                 category, "outline", type="rss", text=feed_title, title=feed_title, xmlUrl=url
             )

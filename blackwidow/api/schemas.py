@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from marshmallow import INCLUDE, Schema, fields, validate
+from typing import Any
 
+from marshmallow import INCLUDE, Schema, ValidationError, fields, validate
+
+from blackwidow import name_rule
 from blackwidow.models import MAX_INTEGER
 from sources.model import DEFAULT_PRIORITY, PRIORITIES
 from sources.registry import CREDENTIAL_SCHEMAS, SOURCE_TYPES
@@ -14,12 +17,26 @@ MAX_BATCH = 1000  # crawlers per batch create: one transaction, a short write lo
 
 # PostgreSQL refuses what SQLite stores: text longer than its column, NUL characters and
 # integers past MAX_INTEGER. Checked here, such input is a 422 on both rather than a 500.
-NAME_RULES = [
-    validate.Length(min=1, max=200),
+NAME_RULES = [  # a user's name, and a part of a crawler's as a filter gives it
+    validate.Length(min=1, max=name_rule.NAME_LENGTH),
     validate.ContainsNoneOf("\x00", error="must not contain NUL characters"),
 ]
 _COUNT_RULE = validate.Range(min=1, max=MAX_INTEGER)
-_name = fields.String(required=True, validate=NAME_RULES)
+
+
+class CrawlerName(fields.String):
+    """A crawler's name, as blackwidow.name_rule has it: trimmed as it is read, then checked
+    (one line, no control characters, at most NAME_LENGTH)."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            return name_rule.checked(text)
+        except name_rule.NameRefused as refused:
+            raise ValidationError(str(refused)) from None
+
+
+_crawler_name = CrawlerName(required=True)
 _limit = fields.Integer(strict=True, allow_none=True, validate=_COUNT_RULE)
 _retention = fields.Integer(
     strict=True,
@@ -50,7 +67,7 @@ _PRIORITY_HELP = (
 
 
 class UserCreate(Schema):
-    name = _name
+    name = fields.String(required=True, validate=NAME_RULES)
     item_limit = _limit
 
 
@@ -122,7 +139,7 @@ class UsageOut(Schema):
 
 
 class CrawlerCreate(Schema):
-    name = _name
+    name = _crawler_name
     source = fields.String(required=True, validate=validate.OneOf(sorted(SOURCE_TYPES)))
     query = fields.Dict(required=True, metadata={"description": "per source; see docs/sources.md"})
     item_limit = _limit
@@ -147,7 +164,7 @@ class CrawlerBatch(Schema):
 
 
 class CrawlerUpdate(Schema):
-    name = fields.String(validate=NAME_RULES)
+    name = CrawlerName()
     query = fields.Dict()
     item_limit = _limit
     retention_days = _retention

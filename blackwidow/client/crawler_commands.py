@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from blackwidow import name_rule
 from blackwidow.client import output
 from blackwidow.client.hub_client import HubClient
 from blackwidow.client.options import CRAWLER, connected
@@ -61,6 +62,17 @@ def show(hub: HubClient, crawler_id: int, fmt: str) -> None:
     output.record(crawler, fmt)
 
 
+def _crawler_name(_: click.Context, __: click.Parameter, value: str | None) -> str | None:
+    """The name as the hub would store it (blackwidow.name_rule), or a usage error, status 2,
+    before anything is sent."""
+    if value is None:
+        return None
+    try:
+        return name_rule.checked(value)
+    except name_rule.NameRefused as refused:
+        raise click.BadParameter(str(refused)) from None
+
+
 def _json_object(value: str, hint: str) -> Any:
     """A JSON object given on the command line; `null` passes, for the caller to refuse."""
     try:
@@ -97,7 +109,7 @@ def _rss_query(feeds: tuple[str, ...], keywords: tuple[str, ...]) -> dict[str, A
 
 
 @crawlers.command("add")
-@click.option("--name", required=True, help="The crawler's name.")
+@click.option("--name", required=True, callback=_crawler_name, help="The crawler's name.")
 @click.option("--source", default="rss", show_default=True, help="Source type.")
 @click.option("--feed", "feeds", multiple=True, help="A feed URL (rss; repeat for more).")
 @click.option("--keyword", "keywords", multiple=True, help="Keep only items with this word.")
@@ -141,7 +153,7 @@ def add(
 
 @crawlers.command("edit")
 @click.argument("crawler_id", type=CRAWLER, metavar="CRAWLER")
-@click.option("--name", help="A new name.")
+@click.option("--name", callback=_crawler_name, help="A new name.")
 @click.option("--feed", "feeds", multiple=True, help="Replace the feeds (rss; repeat).")
 @click.option("--keyword", "keywords", multiple=True, help="Replace the keywords (rss; repeat).")
 @click.option("--query", "query_json", help="Replace the whole query (JSON).")

@@ -97,6 +97,8 @@ def test_equal_feed_sets_share_a_source_key_whatever_the_keywords(client, make_u
         ({"source": "rss", "query": {"feeds": [FEED]}}, "name"),
         ({"name": "", "source": "rss", "query": {"feeds": [FEED]}}, "name"),
         ({"name": "a\x00b", "source": "rss", "query": {"feeds": [FEED]}}, "name"),
+        ({"name": "bell\x07", "source": "rss", "query": {"feeds": [FEED]}}, "name"),
+        ({"name": "  \t ", "source": "rss", "query": {"feeds": [FEED]}}, "name"),
         ({**rss(), "item_limit": -1}, "item_limit"),
         ({**rss(), "item_limit": "5"}, "item_limit"),
         ({**rss(), "item_limit": 2**31}, "item_limit"),
@@ -346,6 +348,75 @@ def test_a_users_crawler_names_are_unique_and_a_duplicate_is_a_409_naming_name(c
     assert names == ["news", "tech"]  # nothing of the refused batches was written
 
 
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("bell\x07ring", "must not contain control characters: U+0007 at 4"),
+        ("esc\x1b[31m", "must not contain control characters: U+001B at 3"),
+        ("two\nlines", "must not contain control characters: U+000A at 3"),
+        ("tab\there", "must not contain control characters: U+0009 at 3"),
+        ("c1\x85c1", "must not contain control characters: U+0085 at 2"),
+        ("xml\ufffe", "must not contain control characters: U+FFFE at 3"),
+        (" \u00a0 ", "must not be empty or only white space"),
+        ("x" * 201, "longer than 200 characters"),
+    ],
+)
+def test_a_crawler_name_is_one_trimmed_line_of_text_on_every_way_in(
+    client, make_user, name: str, why: str
+) -> None:
+    """Create, rename, batch and a crawler outline's import refuse what the name rule refuses,
+    naming the field, and trim surrounding space alike (as an import always did), so a name
+    survives its own export."""
+    token = make_user()["token"]
+    padded = rss(name="  padded name\u00a0")
+    made = client.post("/api/v1/crawlers", json=padded, headers=bearer(token))
+    assert made.status_code == 201 and made.json["name"] == "padded name"
+    path = f"/api/v1/crawlers/{made.json['id']}"
+    renamed = client.patch(path, json={"name": " renamed "}, headers=bearer(token))
+    assert renamed.status_code == 200 and renamed.json["name"] == "renamed"
+
+    refused = client.post("/api/v1/crawlers", json=rss(name=name), headers=bearer(token))
+    assert refused.status_code == 422
+    assert refused.json["error"] == {"code": "invalid", "field": "name", "message": f"name: {why}"}
+    patched = client.patch(path, json={"name": name}, headers=bearer(token))
+    assert (patched.status_code, patched.json["error"]["field"]) == (422, "name")
+    batch = {"crawlers": [rss(name="fine"), rss(name=name)]}
+    batched = client.post("/api/v1/crawlers/batch", json=batch, headers=bearer(token))
+    assert (batched.status_code, batched.json["error"]["field"]) == (422, "crawlers.1.name")
+    names = [c["name"] for c in client.get("/api/v1/crawlers", headers=bearer(token)).json]
+    assert names == ["renamed"]
+
+
+def test_an_import_makes_fit_names_of_titles_that_hold_what_a_name_may_not(
+    client, make_user
+) -> None:
+    """A reader's feed title with a C1 control character (legal XML, unfit in a name) makes a
+    crawler named with a space there; a crawler outline, which is a name given, is refused."""
+    token = make_user()["token"]
+    titled = (
+        '<opml version="2.0"><body>'
+        '<outline text="Caf\u00e9\u0085News " xmlUrl="https://a.example/feed"/>'
+        "</body></opml>"
+    ).encode()
+    made = client.post(
+        "/api/v1/crawlers/import", data=titled, headers={**bearer(token), **OPML_TYPE}
+    )
+    assert made.status_code == 201, made.json
+    assert [c["name"] for c in made.json["crawlers"]] == ["Caf\u00e9 News"]
+    outline = (
+        '<opml version="2.0" xmlns:blackwidow="urn:blackwidow:opml:1"><body>'
+        '<outline text="mi\u0085ne" blackwidow:itemLimit="5">'
+        '<outline text="a" xmlUrl="https://c.example/f"/></outline></body></opml>'
+    ).encode()
+    refused = client.post(
+        "/api/v1/crawlers/import", data=outline, headers={**bearer(token), **OPML_TYPE}
+    )
+    assert refused.status_code == 422, refused.json
+    assert refused.json["error"]["field"] == "body.outline[0].text"
+    assert "control characters: U+0085" in refused.json["error"]["message"]
+
+
+OPML_TYPE = {"Content-Type": "text/x-opml"}
 OPML_FEEDS = b"""<?xml version="1.0"?><opml version="2.0"><body>
 <outline text="news" xmlUrl="https://a.example/feed"/>
 <outline text="news" xmlUrl="https://b.example/feed"/>

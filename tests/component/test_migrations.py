@@ -120,6 +120,52 @@ def test_0018_renames_duplicate_crawler_names_before_making_them_unique(empty_da
         connection.execute(insert(Crawler.__table__).values(**_crawler_row(7, 1, "tech")))
 
 
+def test_0019_brings_stored_names_under_the_name_rule(empty_database_url):
+    """Names seeded at 0018 with control characters or surrounding space are fitted: a run of
+    control characters one space, trimmed, `Unnamed` for nothing left, and a fitted name the
+    user holds already told apart; fit names and another user's are left as they are."""
+    url = empty_database_url
+    command.upgrade(db.alembic_config(url), "0018")
+    names = {
+        1: "  padded  ",
+        2: "padded",
+        3: "bell\x07\x07ring",
+        4: "\x1b\x1b",
+        5: "tab\there",
+        6: " padded",
+        7: "fine  as it is",
+    }
+    owners = {1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 2, 7: 1}
+    with connected(url) as connection:
+        for user_id in (1, 2):
+            connection.execute(
+                insert(User.__table__).values(
+                    id=user_id, name=f"u{user_id}", token_hash=f"{user_id}"
+                )
+            )
+        for crawler_id, name in names.items():
+            connection.execute(
+                insert(Crawler.__table__).values(
+                    **_crawler_row(crawler_id, owners[crawler_id], name)
+                )
+            )
+        connection.commit()
+
+    db.upgrade(url)
+
+    with connected(url) as connection:
+        found = dict(connection.execute(select(Crawler.id, Crawler.name)).all())
+    assert found == {
+        1: "padded (2)",
+        2: "padded",
+        3: "bell ring",
+        4: "Unnamed",
+        5: "tab here",
+        6: "padded",
+        7: "fine  as it is",
+    }
+
+
 def _crawler_row(crawler_id: int, user_id: int, name: str) -> dict[str, Any]:
     """A crawlers row as 0017 holds it, every column that takes no null filled."""
     now = datetime(2026, 5, 1, tzinfo=UTC)

@@ -3,7 +3,9 @@ naming the outline at fault; an export holds the caller's feeds and reads back t
 
 from __future__ import annotations
 
+import re
 import shutil
+import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,10 @@ from typing import Any
 import listparser
 import pytest
 from flask.testing import FlaskClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from blackwidow import name_rule
 from blackwidow.app import create_app
 from tests.component.conftest import ADMIN, bearer, hub_settings
 from tests.support import every_page
@@ -370,3 +375,65 @@ def test_a_bad_feed_in_a_crawler_outline_is_named_and_keywords_are_the_files(
     unnamed = post(client, token, good.replace(b"text='c'", b"text=''"))
     assert (unnamed.status_code, unnamed.json["error"]["field"]) == (422, "body.outline[0].text")
     assert listed(client, token) == []
+
+
+# a crawler name as anyone may type it: any text the name rule takes, padded or not
+_FIT_NAMES = st.text(min_size=1, max_size=30).filter(lambda n: _fits(n.strip()))
+_TYPED_NAMES = st.tuples(st.sampled_from(["", " ", "  ", "\u00a0"]), _FIT_NAMES).map(
+    lambda padded_name: f"{padded_name[0]}{padded_name[1]}{padded_name[0]}"
+)
+# keywords hold anything but NUL, what XML cannot carry among it
+_KEYWORDS = st.lists(
+    st.one_of(
+        st.text(min_size=1, max_size=12).filter(lambda k: "\x00" not in k),
+        st.sampled_from(["\x07bell", "esc\x1b", "\ufffe", "\x85next"]),
+    ),
+    max_size=3,
+)
+
+
+def _fits(name: str) -> bool:
+    try:
+        return name_rule.checked(name) == name
+    except name_rule.NameRefused:
+        return False
+
+
+def _exported(client: FlaskClient, token: str) -> bytes:
+    exported = client.get("/api/v1/crawlers.opml", headers=bearer(token))
+    assert exported.status_code == 200
+    return re.sub(rb"<dateCreated>[^<]*</dateCreated>", b"", exported.data)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    crawlers=st.lists(
+        st.tuples(_TYPED_NAMES, _KEYWORDS), min_size=1, max_size=4, unique_by=lambda c: c[0].strip()
+    )
+)
+def test_an_export_imported_as_another_user_exports_the_same_document(
+    client: FlaskClient, make_user: Any, crawlers: list[tuple[str, list[str]]]
+) -> None:
+    """Any name the API takes (trimmed, as an import trims it) and any keywords: the export is
+    well formed, imported as another user it makes the same crawlers, whose export is the
+    same document, and imported by its own user it makes nothing."""
+    first, second = (make_user(f"user {uuid.uuid4()}")["token"] for _ in range(2))
+    for n, (name, keywords) in enumerate(crawlers):
+        query = {"feeds": [f"https://feeds.example/{n}"], "keywords": keywords}
+        made = client.post(
+            "/api/v1/crawlers",
+            json={"name": name, "source": "rss", "query": query},
+            headers=bearer(first),
+        )
+        assert made.status_code == 201, made.json
+        assert made.json["name"] == name.strip()
+    document = _exported(client, first)
+    ET.fromstring(document)  # well formed
+    imported = post(client, second, document)
+    assert imported.status_code == 201, imported.json
+    assert defined(client, second) == defined(client, first)
+    assert _exported(client, second) == document
+    again = post(client, first, document)
+    assert (again.json["crawlers"], len(again.json["skipped_crawlers"])) == ([], len(crawlers))

@@ -242,6 +242,11 @@ def test_bad_input_exits_2_a_refusal_exits_1_and_admins_manage_users(
 
     no_feed = bob.run("crawlers", "add", "--name", "x")
     assert no_feed.returncode == 2 and "--feed" in no_feed.stderr
+    for bad_name in ("bell\x07", "   "):
+        unfit = bob.run("crawlers", "add", "--name", bad_name, "--feed", hub.feed("x"))
+        assert unfit.returncode == 2 and "--name" in unfit.stderr, unfit.stderr
+    renamed = bob.run("crawlers", "edit", "1", "--name", "esc\x1b[1m")
+    assert renamed.returncode == 2 and "control characters: U+001B at 3" in renamed.stderr
     no_such_name = bob.run("items", "abc")
     assert no_such_name.returncode == 2 and "'CRAWLER'" in no_such_name.stderr
     bad_since = bob.run("items", "1", "--since", "yesterday")
