@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import signal
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -60,7 +61,10 @@ def items(
     if not follow:
         output.rows(newest, COLUMNS, fmt)
         return
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a tail ends: status 0
+    # Ctrl-C is how a tail ends, status 0, however it was started: a shell script's
+    # background job hands its children SIGINT ignored, as the servers and the demo know too
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    with contextlib.suppress(KeyboardInterrupt):
         output.tail(_arriving(hub, crawler_id, newest[::-1], since, interval), COLUMNS, fmt)
 
 
