@@ -23,12 +23,9 @@ services:
 	tests/services/install
 
 # two workers (pytest-xdist): most tests wait on real processes and servers, not on a core;
-# --dist loadfile keeps each file on one worker: the cluster tier's simulated hosts (one file) never on two;
-# --no-loadscope-reorder hands the files out in collection order, the slow scenarios' first
-# (tests/conftest.py), where xdist would otherwise start with the files of most tests and leave
-# a worker alone at the end with a few long ones
+# --dist loadfile keeps each file on one worker: the cluster tier's simulated hosts (one file) never on two
 test: lint services
-	tests/run-suite $(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder
+	tests/run-suite $(BIN)/pytest -n 2 --dist loadfile
 
 # the model-based test of the monitor over many more histories than the suite's 30
 model-check: $(STAMP)
