@@ -39,10 +39,13 @@ def proxy(cassandra_service: Any) -> Iterator[CqlProxy]:
 
 
 def through(proxy: CqlProxy, cassandra_service: Any, url: str, options: str = "") -> CassandraStore:
-    """A store that reaches Cassandra through the proxy."""
+    """A store that reaches Cassandra through the proxy, connected before a test sets a fault:
+    a first connect that times out on a busy machine (its schema queries wait request_timeout
+    too) would fail the write before the fault it tests is ever reached."""
     url = url.replace(cassandra_service.contact_points, proxy.contact_points)
     store = open_store(url + options)
     assert isinstance(store, CassandraStore)
+    wait_until(store.ping, timeout=60, what="a store connected through the proxy")
     return store
 
 
