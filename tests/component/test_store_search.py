@@ -158,9 +158,10 @@ def test_cassandra_items_stored_before_their_words_get_them_for_the_time_they_ha
     store = open_store(cassandra_store_url)
     cluster = make_cluster(config)
     try:
+        session = cluster.connect(config.keyspace)  # first: connecting may take seconds
         store.add([item("kept", one, "plain")])
-        store.add([item("expiring", one, "plain", hours=1)], ttl=4)
-        session = cluster.connect(config.keyspace)
+        # long enough to outlast the steps to the fill on a busy machine
+        store.add([item("expiring", one, "plain", hours=1)], ttl=10)
         for moment, item_id in [(T0, "kept"), (T0 + timedelta(hours=1), "expiring")]:
             session.execute(  # as schema version 3 left them
                 "DELETE words FROM items_by_crawler WHERE crawler_id = %s AND day = %s"
@@ -173,7 +174,7 @@ def test_cassandra_items_stored_before_their_words_get_them_for_the_time_they_ha
         rows = "SELECT item_id FROM items_by_crawler WHERE crawler_id = %s AND day = %s"
         wait_until(  # its words went with it: no row of words alone is left
             lambda: [row.item_id for row in session.execute(rows, (one, T0.date()))] == ["kept"],
-            timeout=15,
+            timeout=30,
             what="the expiring item gone, words and all",
         )
     finally:
