@@ -398,9 +398,8 @@ def test_an_import_makes_fit_names_of_titles_that_hold_what_a_name_may_not(
         '<outline text="Caf\u00e9\u0085News " xmlUrl="https://a.example/feed"/>'
         "</body></opml>"
     ).encode()
-    made = client.post(
-        "/api/v1/crawlers/import", data=titled, headers={**bearer(token), **OPML_TYPE}
-    )
+    headers = {**bearer(token), "Content-Type": "text/x-opml"}
+    made = client.post("/api/v1/crawlers/import", data=titled, headers=headers)
     assert made.status_code == 201, made.json
     assert [c["name"] for c in made.json["crawlers"]] == ["Caf\u00e9 News"]
     outline = (
@@ -408,15 +407,12 @@ def test_an_import_makes_fit_names_of_titles_that_hold_what_a_name_may_not(
         '<outline text="mi\u0085ne" blackwidow:itemLimit="5">'
         '<outline text="a" xmlUrl="https://c.example/f"/></outline></body></opml>'
     ).encode()
-    refused = client.post(
-        "/api/v1/crawlers/import", data=outline, headers={**bearer(token), **OPML_TYPE}
-    )
+    refused = client.post("/api/v1/crawlers/import", data=outline, headers=headers)
     assert refused.status_code == 422, refused.json
     assert refused.json["error"]["field"] == "body.outline[0].text"
     assert "control characters: U+0085" in refused.json["error"]["message"]
 
 
-OPML_TYPE = {"Content-Type": "text/x-opml"}
 OPML_FEEDS = b"""<?xml version="1.0"?><opml version="2.0"><body>
 <outline text="news" xmlUrl="https://a.example/feed"/>
 <outline text="news" xmlUrl="https://b.example/feed"/>

@@ -96,25 +96,7 @@ def test_0018_renames_duplicate_crawler_names_before_making_them_unique(empty_da
     command.upgrade(db.alembic_config(url), "0017")
     names = {1: "news", 2: "news", 3: "news (2)", 4: "news", 5: "tech", 6: "news"}
     owners = {1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 2}
-    with connected(url) as connection:
-        for user_id in (1, 2):
-            connection.execute(
-                insert(User.__table__).values(
-                    id=user_id, name=f"u{user_id}", token_hash=f"{user_id}"
-                )
-            )
-        for crawler_id, name in names.items():
-            connection.execute(
-                insert(Crawler.__table__).values(
-                    **_crawler_row(crawler_id, owners[crawler_id], name)
-                )
-            )
-        connection.commit()
-
-    db.upgrade(url)
-
-    with connected(url) as connection:
-        found = dict(connection.execute(select(Crawler.id, Crawler.name)).all())
+    found = _names_after_upgrade(url, names, owners)
     assert found == {1: "news", 2: "news (3)", 3: "news (2)", 4: "news (4)", 5: "tech", 6: "news"}
     with connected(url) as connection, pytest.raises(IntegrityError):
         connection.execute(insert(Crawler.__table__).values(**_crawler_row(7, 1, "tech")))
@@ -136,6 +118,21 @@ def test_0019_brings_stored_names_under_the_name_rule(empty_database_url):
         7: "fine  as it is",
     }
     owners = {1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 2, 7: 1}
+    found = _names_after_upgrade(url, names, owners)
+    assert found == {
+        1: "padded (2)",
+        2: "padded",
+        3: "bell ring",
+        4: "Unnamed",
+        5: "tab here",
+        6: "padded",
+        7: "fine  as it is",
+    }
+
+
+def _names_after_upgrade(url: str, names: dict[int, str], owners: dict[int, int]) -> dict[int, str]:
+    """Seed users 1 and 2 and the crawlers named `names` (by id, owned as `owners` say) at the
+    database's revision, upgrade to the head, and read every crawler's name back by id."""
     with connected(url) as connection:
         for user_id in (1, 2):
             connection.execute(
@@ -150,20 +147,9 @@ def test_0019_brings_stored_names_under_the_name_rule(empty_database_url):
                 )
             )
         connection.commit()
-
     db.upgrade(url)
-
     with connected(url) as connection:
-        found = dict(connection.execute(select(Crawler.id, Crawler.name)).all())
-    assert found == {
-        1: "padded (2)",
-        2: "padded",
-        3: "bell ring",
-        4: "Unnamed",
-        5: "tab here",
-        6: "padded",
-        7: "fine  as it is",
-    }
+        return dict(connection.execute(select(Crawler.id, Crawler.name)).all())
 
 
 def _crawler_row(crawler_id: int, user_id: int, name: str) -> dict[str, Any]:

@@ -8,11 +8,13 @@ import sqlite3
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cassandra.cluster import Session
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -149,16 +151,26 @@ def test_an_older_sqlite_file_gets_its_items_indexed_when_opened(tmp_path: Path)
     db.close()
 
 
+@contextmanager
+def store_and_session(url: str) -> Iterator[tuple[Store, Session]]:
+    """The store a URL names, and a driver session of its own in its keyspace, connected
+    first (connecting may take seconds), for rows set as an older schema left them."""
+    config = parse(url.removeprefix("cassandra://"))
+    cluster = make_cluster(config)
+    store = open_store(url)
+    try:
+        yield store, cluster.connect(config.keyspace)
+    finally:
+        cluster.shutdown()
+        store.close()
+
+
 @pytest.mark.services("cassandra_service")
 def test_cassandra_items_stored_before_their_words_get_them_for_the_time_they_have_left(
     cassandra_store_url: str, crawler_ids: tuple[int, int, int]
 ) -> None:
     one = crawler_ids[0]
-    config = parse(cassandra_store_url.removeprefix("cassandra://"))
-    store = open_store(cassandra_store_url)
-    cluster = make_cluster(config)
-    try:
-        session = cluster.connect(config.keyspace)  # first: connecting may take seconds
+    with store_and_session(cassandra_store_url) as (store, session):
         store.add([item("kept", one, "plain")])
         # long enough to outlast the steps to the fill on a busy machine
         store.add([item("expiring", one, "plain", hours=1)], ttl=10)
@@ -169,7 +181,7 @@ def test_cassandra_items_stored_before_their_words_get_them_for_the_time_they_ha
                 (one, T0.date(), moment, item_id),
             )
         assert found(store, "plain", [one]) == []
-        fill_words(session, config.keyspace)
+        fill_words(session, session.keyspace)
         assert sorted(found(store, "plain", [one])) == ["expiring", "kept"]
         rows = "SELECT item_id FROM items_by_crawler WHERE crawler_id = %s AND day = %s"
         wait_until(  # its words went with it: no row of words alone is left
@@ -177,9 +189,6 @@ def test_cassandra_items_stored_before_their_words_get_them_for_the_time_they_ha
             timeout=30,
             what="the expiring item gone, words and all",
         )
-    finally:
-        cluster.shutdown()
-        store.close()
 
 
 @pytest.mark.services("cassandra_service")
@@ -313,12 +322,8 @@ def test_cassandra_words_cut_before_folding_are_cut_again_by_db_upgrade(
     cassandra_store_url: str, crawler_ids: tuple[int, int, int]
 ) -> None:
     one = crawler_ids[0]
-    config = parse(cassandra_store_url.removeprefix("cassandra://"))
-    store = open_store(cassandra_store_url)
-    cluster = make_cluster(config)
-    try:
+    with store_and_session(cassandra_store_url) as (store, session):
         store.add([item("greek", one, "Ελλάδα", nfd("Kraków"))])
-        session = cluster.connect(config.keyspace)
         session.execute(  # as schema version 4 cut them: split at the decomposed ó
             "UPDATE items_by_crawler SET words = %s WHERE crawler_id = %s AND day = %s"
             " AND fetched_at = %s AND item_id = %s",
@@ -331,6 +336,3 @@ def test_cassandra_words_cut_before_folding_are_cut_again_by_db_upgrade(
         assert found(store, nfd("KRAKÓW"), [one]) == ["greek"]
         recorded = session.execute("SELECT applied_at FROM schema_versions WHERE version = 5")
         assert recorded.one().applied_at is not None
-    finally:
-        cluster.shutdown()
-        store.close()
