@@ -133,6 +133,7 @@ def test_figures_move_after_monitor_cycles_and_a_deleted_node_leaves_no_series(
             running = wait_until(
                 lambda: (
                     (f := scrape(client))
+                    and "blackwidow_crawlers" in f  # a scrape outran a slow first read
                     and value(f, "blackwidow_crawlers", state="running") == 1
                     and value(f, "blackwidow_monitor_cycle_seconds", "_count") >= 2
                     and f
@@ -189,8 +190,10 @@ def test_figures_move_after_monitor_cycles_and_a_deleted_node_leaves_no_series(
 
     with sessions.begin() as session:
         session.delete(session.get(NodeRow, int(node_ids.pop())))
-    families = scrape(client)
-    assert not families["blackwidow_node_phi"].samples
+    families = wait_until(  # a scrape that outran its read shows the last one's figures
+        lambda: (f := scrape(client)) and not f["blackwidow_node_phi"].samples and f,
+        what="the deleted node's series gone",
+    )
     assert not families["blackwidow_node_last_poll_age_seconds"].samples
     assert not families["blackwidow_node_poll_seconds"].samples
     assert value(families, "blackwidow_monitor_cycle_seconds", "_count") >= 2  # still counted
