@@ -1,11 +1,10 @@
 """The item store and queue for real: hub, nodes and feed server processes writing to a real
-Cassandra and a real Redis, and a node riding out a Cassandra that stops and starts again."""
+Cassandra and a real Redis, and a node riding out a Cassandra that goes away and comes back."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +18,7 @@ import requests
 from blackwidow.core.queue import item_from_entry
 from blackwidow.core.queue.entries import stream_key
 from tests.integration.conftest import Cluster, post_numbers
-from tests.services.cassandra import Cassandra
+from tests.servers.tcp_relay import TcpRelay
 from tests.summary import MEASUREMENTS
 from tests.support import wait_until
 
@@ -86,24 +85,21 @@ def test_items_reach_cassandra_and_the_redis_stream(
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(480)  # three Cassandra start-ups of its own
 def test_a_node_rides_out_cassandra_stopping_and_starting(
-    cluster: Callable[..., Cluster], tmp_path: Path
+    cluster: Callable[..., Cluster], cassandra_service: Any, tmp_path: Path
 ) -> None:
     """Down at node start, then up, then down mid-run, then up: nothing acknowledged is lost.
 
-    A buffer of 6 items per subscriber makes backpressure visible: while Cassandra is down the
-    node holds at most one delivery beyond it and stops polling the feed.
+    The hub and the node reach Cassandra through a relay that closes every connection and
+    refuses new ones, as a stopped server does to its clients (a real server killed and
+    restarted is the cluster tier's). A buffer of 6 items per subscriber makes backpressure
+    visible: while Cassandra is down the node holds at most one delivery beyond it and stops
+    polling the feed.
     """
-    cassandra = Cassandra(tmp_path / "cassandra", port=19142, storage_port=17100)
-    try:
-        started = time.monotonic()
-        cassandra.start()
-        cassandra.wait_ready(cassandra.ready_timeout)
-        MEASUREMENTS.append(f"own cassandra start-up: {time.monotonic() - started:.1f} s")
-        store_url = fresh_keyspace_url(cassandra.endpoint.contact_points)
+    with TcpRelay(cassandra_service.port, cassandra_service.host) as cassandra:
+        store_url = fresh_keyspace_url(f"{cassandra.host}:{cassandra.port}")
         db_upgrade(store_url, tmp_path)
-        cassandra.stop()  # down before the node starts
+        cassandra.close()  # down before the node starts
 
         running = cluster(1, BLACKWIDOW_STORE=store_url, BLACKWIDOW_NODE_BUFFER="6")
         token = running.user()
@@ -122,21 +118,19 @@ def test_a_node_rides_out_cassandra_stopping_and_starting(
         held = wait_until(lambda: _held_at_least(running, node, 6), what="a full buffer")
         assert held <= 6 + 3  # the buffer plus at most one delivery: the source waits
 
-        cassandra.start()
-        cassandra.wait_ready(cassandra.ready_timeout)
+        cassandra.accept()
         wait_until(lambda: len(running.items(token, crawler["id"])) >= 8, timeout=60, what="flow")
         assert running.node_health(node)["status"] == "ok"
         assert requests.get(f"{node.url}/readyz", timeout=5).status_code == 200
 
         before_outage = len(running.items(token, crawler["id"]))
-        cassandra.stop()  # down mid-run
+        cassandra.close()  # down mid-run
         assert running.call("GET", f"/api/v1/crawlers/{crawler['id']}/items", token).json() == {
             "error": {"code": "store_unavailable", "message": ANY, "field": None}
         }
         wait_until(lambda: running.node_health(node)["status"] == "degraded", what="degraded")
         wait_until(lambda: _held_at_least(running, node, 6), what="a full buffer again")
-        cassandra.start()
-        cassandra.wait_ready(cassandra.ready_timeout)
+        cassandra.accept()
 
         wait_until(lambda: _held(running, node) == 0, timeout=60, what="the buffer to drain")
         path = f"/api/v1/crawlers/{crawler['id']}/items?limit=1000"
@@ -149,8 +143,6 @@ def test_a_node_rides_out_cassandra_stopping_and_starting(
         assert len(stored) == len(set(stored)) > before_outage  # none twice
         assert sorted(stored) == list(range(1, max(stored) + 1))  # none lost: no gaps
         MEASUREMENTS.append(f"cassandra outages: {len(stored)} items stored, 0 lost, 0 duplicated")
-    finally:
-        cassandra.stop()
 
 
 def _held(running: Cluster, node: Any) -> int:

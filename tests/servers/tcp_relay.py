@@ -5,7 +5,9 @@ client's path (by the relay's port) and leave the server to the others, or slow 
 an optional fixed `delay`, each way, on every byte (the kernel here has no `netem`): a
 userspace relay cannot stop acknowledging what it receives, so a cut that a client's TCP stack
 must notice is made with the kernel's packet filter on `relay.port`. It listens on 127.0.0.1
-unless given a `host` (the cluster tier's bridge address).
+unless given a `host` (the cluster tier's bridge address). `close()` then `accept()` make the
+upstream look stopped and started again to its clients: connections closed and refused, then
+taken on the same port.
 """
 
 from __future__ import annotations
@@ -27,17 +29,25 @@ class TcpRelay:
     ) -> None:
         self._upstream = (upstream_host, upstream_port)
         self.delay = delay  # seconds each chunk waits before it is sent on, each way
-        self._listener = socket.create_server((host, 0))
         self.host = host
-        self.port: int = self._listener.getsockname()[1]
+        self.port = 0
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
-        threading.Thread(target=self._accept, name="tcp-relay", daemon=True).start()
+        self.accept()
 
-    def _accept(self) -> None:
+    def accept(self) -> None:
+        """Listen (again, on the same port after `close`) and relay what connects."""
+        listener = socket.create_server((self.host, self.port))  # SO_REUSEADDR: rebinds at once
+        self.port = listener.getsockname()[1]
+        self._listener = listener
+        threading.Thread(
+            target=self._accept, args=(listener,), name="tcp-relay", daemon=True
+        ).start()
+
+    def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
-                client, _address = self._listener.accept()
+                client, _address = listener.accept()
                 upstream = socket.create_connection(self._upstream, timeout=10)
             except OSError:
                 return  # closed
@@ -50,12 +60,16 @@ class TcpRelay:
                 ).start()
 
     def close(self) -> None:
+        """As if the upstream stopped: every connection ended, new ones refused."""
         with contextlib.suppress(OSError):
             self._listener.close()
         with self._lock:
             for sock in self._sockets:
                 with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)  # wakes the pump blocked reading it
+                with contextlib.suppress(OSError):
                     sock.close()
+            self._sockets.clear()
 
     def __enter__(self) -> TcpRelay:
         return self
