@@ -1,5 +1,6 @@
 """The hub's SQL records: users, their credentials, webhooks and crawlers, nodes, assignments,
-subscriber runs, the alert events and their outbox, and the monitor's leader lock.
+subscriber runs, the alert events and their outbox, the monitor's leader lock, and the
+cluster's identity.
 
 Everything the hub knows lives here, so a restarted hub resumes where it stopped.
 """
@@ -318,3 +319,15 @@ class MonitorLock(Base):
     last_cycle_seconds: Mapped[float | None] = mapped_column()
     # the shard leader's figures (blackwidow.monitor.figures), for every hub's /metrics
     figures: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+
+class ClusterIdentity(Base):
+    """The hub database's identity: one row (id 1) with a random id made with the database
+    (migration 0020), so a fresh database is a new cluster. Nodes learn it at registration
+    and scope their files by it (blackwidow.cluster_identity)."""
+
+    __tablename__ = "cluster_identity"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    cluster_id: Mapped[str] = mapped_column(String(36))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)

@@ -1,7 +1,9 @@
-"""A node's own state: its pool, whether it is registered, and when the hub last polled it.
+"""A node's own state: its pool, whether it is registered, the cluster it works for, and when
+the hub last polled it.
 
 Timers read `time.monotonic()`; nothing here survives a restart, by design (nodes are
-stateless: the hub pushes everything again).
+stateless: the hub pushes everything again; what the node's files keep is its output's,
+spawn.output).
 """
 
 from __future__ import annotations
@@ -17,6 +19,22 @@ from spawn.pool.source_pool import DataSourcePool
 log = logging.getLogger(__name__)
 
 
+class NotJoined(Exception):
+    """The hub took the registration, but this node cannot work for its cluster; str() says
+    why. The node stays unregistered and tries again."""
+
+
+class OtherCluster(NotJoined):
+    """The hub is of another cluster than the one this node process joined: its files, and
+    the stopped runs it still reports, are that cluster's."""
+
+    def __init__(self, joined: str, offered: str) -> None:
+        super().__init__(
+            f"the hub is of cluster {offered}, this node process works for cluster {joined}:"
+            " restart the node to join the hub's"
+        )
+
+
 class NodeState:
     def __init__(
         self,
@@ -25,12 +43,15 @@ class NodeState:
         health: Callable[[], dict[str, Any]] = dict,
         held: Callable[[], int] = lambda: 0,
         load: Callable[[], dict[str, float]] = dict,
+        join: Callable[[str], None] = lambda cluster_id: None,
     ) -> None:
         self.pool = pool
         self.clock = clock
         self.health = health  # what the node's sink says of its store and queue
         self.held = held  # items waiting for a store or queue that is down (polls carry it)
         self.load = load  # CPU and memory in use (spawn.load), which every poll carries
+        self._join = join  # opens the node's files of a cluster (spawn.output.opening)
+        self.cluster_id: str | None = None  # the hub database's id, from the first registration
         self.node_id: int | None = None
         self.generation: int | None = None  # the hub's fencing number for this registration
         self.last_polled_at = clock()
@@ -41,6 +62,18 @@ class NodeState:
         self.registration_problem: str | None = "no answer from the hub yet"
         self._shard_polled_at: dict[Shard, float] = {}  # a shard's poll confirms its subscribers
         self._epochs: dict[Shard, int] = {}  # the newest leader epoch heard, per shard
+
+    def join_cluster(self, cluster_id: str) -> None:
+        """Work for the cluster of the node's first registration: its files are opened
+        (`join`) before the node takes any hub call. A later registration with a hub of
+        another cluster is refused (OtherCluster); NotJoined when the files cannot open."""
+        if self.cluster_id is not None:
+            if cluster_id != self.cluster_id:
+                raise OtherCluster(self.cluster_id, cluster_id)
+            return
+        self._join(cluster_id)
+        self.cluster_id = cluster_id
+        log.info("node joined cluster=%s", cluster_id)
 
     def mark_registered(self, node_id: int, generation: int) -> None:
         with self._lock:

@@ -7,11 +7,13 @@ import logging
 import random
 import threading
 import time
+import uuid
+from dataclasses import dataclass
 
 import requests
 
 from sources.backoff import Backoff
-from spawn.node import NodeState
+from spawn.node import NodeState, NotJoined
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +32,27 @@ class Refused(requests.HTTPError):
         self.reason = reason
 
 
+@dataclass(frozen=True)
+class Registration:
+    """The hub's answer: the node's id and generation, and the cluster's id (a UUID, which
+    names the node's files)."""
+
+    node_id: int
+    generation: int
+    cluster_id: str
+
+
 def register_once(hub_url: str, node_url: str, capacity: int, secret: str) -> tuple[int, int]:
-    """One registration call; the hub's node id and generation, or an exception (Refused
-    when the hub said no)."""
+    """The node id and generation of one registration call, for a node that keeps no files
+    (bench/simulated_nodes.py)."""
+    answer = register(hub_url, node_url, capacity, secret)
+    return answer.node_id, answer.generation
+
+
+def register(hub_url: str, node_url: str, capacity: int, secret: str) -> Registration:
+    """One registration call; the hub's answer, or an exception (Refused when the hub said
+    no; ValueError or KeyError for an answer that is not a registration, such as one of a hub
+    older than the cluster id)."""
     response = requests.post(
         f"{hub_url.rstrip('/')}/api/v1/nodes",
         json={"url": node_url, "capacity": capacity},
@@ -44,7 +64,8 @@ def register_once(hub_url: str, node_url: str, capacity: int, secret: str) -> tu
         raise Refused(refusal(response), response)
     response.raise_for_status()
     answer = response.json()
-    return int(answer["id"]), int(answer["generation"])
+    cluster_id = str(uuid.UUID(answer["cluster_id"]))  # a file name's part: a UUID, nothing else
+    return Registration(int(answer["id"]), int(answer["generation"]), cluster_id)
 
 
 def refusal(response: requests.Response) -> str:
@@ -64,6 +85,8 @@ def why_unregistered(error: Exception) -> str:
     addresses or timings in it), so the node says it once."""
     if isinstance(error, Refused):
         return f"registration refused: {error.reason}"
+    if isinstance(error, NotJoined):
+        return f"registration not taken up: {error}"
     if isinstance(error, requests.HTTPError) and error.response is not None:
         return f"registration failed: the hub answered HTTP {error.response.status_code}"
     if isinstance(error, requests.RequestException):
@@ -74,9 +97,10 @@ def why_unregistered(error: Exception) -> str:
 def keep_registering(
     node: NodeState, hub_url: str, node_url: str, capacity: int, secret: str, stop: threading.Event
 ) -> None:
-    """Loop for the node's lifetime: whenever the node is not registered, register it. Each
-    reason it is not is logged once, as a warning, until it changes or the node registers;
-    /readyz says it meanwhile (NodeState.registration_problem)."""
+    """Loop for the node's lifetime: whenever the node is not registered, register it, having
+    joined the hub's cluster first (NodeState.join_cluster). Each reason it is not is logged
+    once, as a warning, until it changes or the node registers; /readyz says it meanwhile
+    (NodeState.registration_problem)."""
     failures = 0
     said = None
     while not stop.is_set():
@@ -85,9 +109,11 @@ def keep_registering(
             stop.wait(0.2)
             continue
         try:
-            node.mark_registered(*register_once(hub_url, node_url, capacity, secret))
+            answer = register(hub_url, node_url, capacity, secret)
+            node.join_cluster(answer.cluster_id)  # its files open before any hub call is taken
+            node.mark_registered(answer.node_id, answer.generation)
             failures = 0
-        except (requests.RequestException, ValueError, KeyError) as error:
+        except (requests.RequestException, ValueError, KeyError, NotJoined) as error:
             failures += 1
             delay = RETRY.delay(failures, random.random())
             node.registration_problem = reason = why_unregistered(error)

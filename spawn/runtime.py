@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from blackwidow.core import serving
@@ -23,10 +25,10 @@ from spawn import registration, watchdog
 from spawn.app import create_node_app
 from spawn.load import ProcessLoad
 from spawn.metrics import NodeMetrics
-from spawn.node import NodeState
-from spawn.output.opening import open_output
+from spawn.node import NodeState, NotJoined
+from spawn.output.node_file import NodeFileInUse
+from spawn.output.opening import Output, open_output
 from spawn.pool.renewals import Renewals
-from spawn.pool.run_counts import NO_LEDGER
 from spawn.pool.source_pool import DataSourcePool
 
 log = logging.getLogger(__name__)
@@ -49,7 +51,7 @@ def run_node(
     sys.setswitchinterval(SWITCH_INTERVAL)
     metrics = NodeMetrics()
     output = open_output(settings, host, port, metrics)
-    sink, ledger = output.sink, output.ledger
+    sink = output.sink
     credentials = CredentialBook(settings.credentials)
     scheduler = FetchScheduler(
         fetchers=settings.fetchers,
@@ -78,15 +80,10 @@ def run_node(
         sink,
         buffer=settings.node_buffer,
         renewals=Renewals(time.monotonic),
-        ledger=ledger or NO_LEDGER,
         observer=metrics,
         seen_after=seen_after(settings, output.store),
     )
-    metrics.watch(pool, output.outbox.stats if output.outbox is not None else None)
-    if ledger is not None:
-        left = ledger.left(since=time.time() - REPLAY_WINDOW)
-        pool.restore_departed(left)
-        log.info("ledger restored runs=%s", len(left))
+    metrics.watch(pool, output.outbox_stats if output.queue is not None else None)
 
     def health() -> dict[str, Any]:
         return {**sink.health(), "scheduler": scheduler.stats()}
@@ -99,7 +96,14 @@ def run_node(
         queued = sink_health["queue"]["pending"] if sink_health["queue"] else 0
         return queued + (0 if sink_health["store"]["ok"] else pool.held())
 
-    node = NodeState(pool, clock=time.monotonic, health=health, held=held, load=ProcessLoad())
+    node = NodeState(
+        pool,
+        clock=time.monotonic,
+        health=health,
+        held=held,
+        load=ProcessLoad(),
+        join=joining(output, pool),
+    )
     app = create_node_app(
         node, settings.cluster_secret, credentials, metrics, MetricsAccess.of(settings)
     )
@@ -125,7 +129,6 @@ def run_node(
         workers.start()
     for thread in threads:
         thread.start()
-    output.start()
 
     def _leave() -> None:
         """SIGTERM or SIGINT: hand the crawlers on while the server still answers polls."""
@@ -142,6 +145,25 @@ def run_node(
         output.close()
 
     serving.run(server, url, on_stop=_shutdown, drain=_leave)
+
+
+def joining(output: Output, pool: DataSourcePool) -> Callable[[str], None]:
+    """What the node does once it knows its cluster, before it takes a hub call: open that
+    cluster's files (the outbox replays its spool), then report the runs the ledger kept as
+    stopped ones (docs/node-protocol.md "Registration")."""
+
+    def join(cluster_id: str) -> None:
+        try:
+            ledger = output.join(cluster_id)
+        except (OSError, sqlite3.Error, NodeFileInUse) as error:
+            raise NotJoined(f"the node's files cannot be opened ({error})") from error
+        if ledger is not None:
+            left = ledger.left(since=time.time() - REPLAY_WINDOW)
+            pool.ledger = ledger
+            pool.restore_departed(left)
+            log.info("ledger restored runs=%s cluster=%s", len(left), cluster_id)
+
+    return join
 
 
 def parse_workers(settings: Settings) -> WorkerProcesses | None:

@@ -9,7 +9,7 @@ from typing import Any
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from blackwidow import node_client, node_records
+from blackwidow import cluster_identity, node_client, node_records
 from blackwidow.api.context import caller, hub, transaction
 from blackwidow.api.list_args import PageArgs
 from blackwidow.api.paging import LINK_HEADER, next_link, paged
@@ -43,10 +43,11 @@ class Nodes(MethodView):
 
     @blp.arguments(NodeRegister())
     @blp.response(201, NodeRegistered)
-    def post(self, data: dict[str, Any]) -> Node:
-        """Register a node at its URL (the cluster secret): its id and generation. The hub
-        calls the URL back first, and refuses it (422, `url`) when it cannot reach a node
-        there: registered, it would only be declared dead a few seconds later."""
+    def post(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Register a node at its URL (the cluster secret): its id, generation and the
+        cluster's id. The hub calls the URL back first, and refuses it (422, `url`) when it
+        cannot reach a node there: registered, it would only be declared dead a few seconds
+        later."""
         networks = hub().settings.node_networks
         node_networks.check_registration(data["url"], networks)
         why = node_client.unreachable_because(data["url"], networks)
@@ -57,7 +58,14 @@ class Nodes(MethodView):
                 "url",
             )
         with transaction() as session:
-            return node_records.register(session, data["url"], data["capacity"], hub().alerts)
+            node = node_records.register(session, data["url"], data["capacity"], hub().alerts)
+            cluster = cluster_identity.cluster_id(session)
+            return {
+                "id": node.id,
+                "url": node.url,
+                "generation": node.generation,
+                "cluster_id": cluster,
+            }
 
 
 @blp.route("/<int:node_id>")

@@ -258,6 +258,8 @@ class NodeRegistered(Schema):
     id = fields.Integer()
     url = fields.String()
     generation = fields.Integer()  # hub calls to the node carry it; the node checks them by it
+    # the hub database's identity (blackwidow.cluster_identity): the node scopes its files by it
+    cluster_id = fields.String(metadata={"description": "the cluster's id, a UUID"})
 
 
 class NodeOut(Schema):

@@ -1,10 +1,11 @@
-"""The node's run ledger: each run's latest counts in a SQLite file named by its address.
+"""The node's run ledger: each run's latest counts in a SQLite file named by its address and
+its cluster.
 
 A node killed between two polls loses what its runs delivered since the last poll the hub
-applied; a node restarted at the same host and port finds the file (spawn.output.node_file),
-reports what it holds as stopped runs, and the hub adds only what it had not heard. One row
-per run, overwritten by each delivered batch and deleted once a poll applied the stopped
-run's final counts.
+applied; a node restarted at the same host and port for the same cluster finds the file
+(spawn.output.node_file), reports what it holds as stopped runs, and the hub adds only what
+it had not heard. One row per run, overwritten by each delivered batch and deleted once a
+poll applied the stopped run's final counts.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 
-def ledger_path(directory: str, host: str, port: int, pid: int) -> Path:
-    """The ledger file of a node, beside its queue spool, which a restart at its address reads."""
-    return node_file_path(directory, "ledger", host, port, pid)
+def ledger_path(directory: str, host: str, port: int, pid: int, cluster: str) -> Path:
+    """The ledger file of a node in a cluster, beside its queue spool, which a restart at its
+    address for that cluster reads."""
+    return node_file_path(directory, "ledger", host, port, pid, cluster)
 
 
 class SqliteLedger:

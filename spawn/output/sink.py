@@ -32,11 +32,17 @@ class QueueBacklogFull(Exception):
 
 class NodeSink:
     def __init__(
-        self, store: Store, outbox: QueueOutbox | None = None, metrics: NodeMetrics | None = None
+        self,
+        store: Store,
+        outbox: QueueOutbox | None = None,
+        metrics: NodeMetrics | None = None,
+        outbox_due: bool = False,
     ) -> None:
         self._store = store
         self._commits = GroupCommit(store.add_many)
         self._outbox = outbox
+        # a queue is configured, its outbox not open yet (`attach`): nothing is stored meanwhile
+        self._outbox_due = outbox_due
         self._metrics = metrics
         self._store_error: str | None = None
         self._outage = Outage(log, "store")
@@ -54,6 +60,8 @@ class NodeSink:
         answers, so no item is stored without its entry on disk, whenever the node dies.
         """
         if self._outbox is None:
+            if self._outbox_due:
+                raise QueueBacklogFull("queue: the outbox opens once the node knows its cluster")
             return self._write(items, ttl, id_ttl, unseen)
         if not self._outbox.has_room():
             pending = self._outbox.stats()["pending"]
@@ -67,6 +75,11 @@ class NodeSink:
             raise
         self._outbox.settle(staged, new)
         return new
+
+    def attach(self, outbox: QueueOutbox) -> None:
+        """Put the queue's outbox in front of the store: opened once the node knows its
+        cluster, whose spool it is on (spawn.output.opening)."""
+        self._outbox = outbox
 
     def replay_interrupted(self) -> None:
         """Finish the writes a killed node process spooled but never saw answered (at start,

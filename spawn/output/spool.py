@@ -2,8 +2,8 @@
 
 A node killed while Redis is down would otherwise lose the entries of items it had stored:
 the items stay in the store, but downstream never hears of them. One file per node process
-(`spool_path`), locked while open, so two nodes on one machine never share entries
-(spawn.output.node_file).
+and cluster (`spool_path`), locked while open, so two nodes on one machine never share
+entries (spawn.output.node_file), and no cluster's queue gets another's.
 """
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ class SpooledEntry:
     ttl: int | None
 
 
-def spool_path(directory: str, host: str, port: int, pid: int) -> Path:
-    """The spool file of a node, which a node restarted at its address replays."""
-    return node_file_path(directory, "outbox", host, port, pid)
+def spool_path(directory: str, host: str, port: int, pid: int, cluster: str) -> Path:
+    """The spool file of a node in a cluster, which a node restarted at its address for
+    that cluster replays."""
+    return node_file_path(directory, "outbox", host, port, pid, cluster)
 
 
 class Spool:

@@ -40,6 +40,9 @@ def sources() -> OpenedSources:
     return OpenedSources(SourceContext(GuardedFetcher(LOOPBACK, deadline=5.0), FEED_INTERVAL))
 
 
+CLUSTER = "6f1e4c8a-2b7d-4e1f-9a3c-5d8b7e6f4a21"
+
+
 def subscriber_counts(run: str, delivered: int) -> RunCounts:
     return RunCounts("subscriber", "k", run, {"crawler_id": 7, "run": run, "delivered": delivered})
 
@@ -47,7 +50,9 @@ def subscriber_counts(run: str, delivered: int) -> RunCounts:
 def test_runs_recorded_before_the_replay_window_are_dropped_not_replayed(tmp_path: Path) -> None:
     """The hub may have pruned an old run's row: replaying it would count it twice."""
     clock = FakeClock(1_000.0)
-    ledger = SqliteLedger(ledger_path(str(tmp_path), "127.0.0.1", 8002, pid=11), clock=clock)
+    ledger = SqliteLedger(
+        ledger_path(str(tmp_path), "127.0.0.1", 8002, pid=11, cluster=CLUSTER), clock=clock
+    )
     ledger.record([subscriber_counts("old", 3)])
     clock.now += 100.0
     ledger.record([subscriber_counts("recent", 5)])
@@ -57,7 +62,7 @@ def test_runs_recorded_before_the_replay_window_are_dropped_not_replayed(tmp_pat
 
 
 def test_the_ledger_keeps_each_run_s_latest_counts_until_forgotten(tmp_path: Path) -> None:
-    path = ledger_path(str(tmp_path), "127.0.0.1", 8001, pid=10)
+    path = ledger_path(str(tmp_path), "127.0.0.1", 8001, pid=10, cluster=CLUSTER)
     ledger = SqliteLedger(path)
     source = RunCounts("source", "k", "s1", {"key": "k", "run": "s1", "delivered": {"3": 4}})
     ledger.record([source, subscriber_counts("r1", 4), subscriber_counts("r2", 1)])
@@ -78,10 +83,14 @@ def test_the_ledger_keeps_each_run_s_latest_counts_until_forgotten(tmp_path: Pat
 
 
 def test_one_ledger_file_per_node_address_and_one_process_per_file(tmp_path: Path) -> None:
-    first = ledger_path(str(tmp_path), "127.0.0.1", 8001, pid=10)
-    assert first == ledger_path(str(tmp_path), "127.0.0.1", 8001, pid=11)  # a restart finds it
-    assert first != ledger_path(str(tmp_path), "127.0.0.1", 8002, pid=10)
-    assert first.name == "ledger-127.0.0.1-8001.db"
+    first = ledger_path(str(tmp_path), "127.0.0.1", 8001, pid=10, cluster=CLUSTER)
+    assert first == ledger_path(
+        str(tmp_path), "127.0.0.1", 8001, pid=11, cluster=CLUSTER
+    )  # a restart finds it
+    assert first != ledger_path(str(tmp_path), "127.0.0.1", 8002, pid=10, cluster=CLUSTER)
+    other = "0b6a1d2e-3f4c-4a5b-8c7d-9e0f1a2b3c4d"
+    assert first != ledger_path(str(tmp_path), "127.0.0.1", 8001, pid=10, cluster=other)
+    assert first.name == f"ledger-127.0.0.1-8001@{CLUSTER}.db"
 
     held = SqliteLedger(first)
     with pytest.raises(NodeFileInUse):

@@ -3,6 +3,7 @@ runs them, and the schema they build is the one the models describe."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 
 from blackwidow import db
 from blackwidow.cli import main
-from blackwidow.models import Base, Crawler, MonitorLock, User
+from blackwidow.models import Base, ClusterIdentity, Crawler, MonitorLock, User
 
 HEAD = ScriptDirectory(str(db.MIGRATIONS)).get_current_head()
 
@@ -64,6 +65,30 @@ def test_upgrade_downgrade_and_upgrade_again(empty_database_url):
     db.upgrade(url)
     assert revision(url) == HEAD
     assert lock_rows(url) == ["monitor"]
+
+
+def cluster_ids(url: str) -> list[str]:
+    with connected(url) as connection:
+        return list(connection.scalars(select(ClusterIdentity.cluster_id)))
+
+
+def test_each_database_migrated_is_a_cluster_of_its_own(empty_database_url):
+    """0020 makes the database's identity: one row, a random UUID, made again by a fresh run
+    (as for a new database), kept by a run with nothing to do."""
+    url = empty_database_url
+    command.upgrade(db.alembic_config(url), "0019")
+    assert "cluster_identity" not in tables(url)
+    db.upgrade(url)
+    (first,) = cluster_ids(url)
+    assert str(uuid.UUID(first)) == first
+    db.upgrade(url)
+    assert cluster_ids(url) == [first]
+
+    command.downgrade(db.alembic_config(url), "0019")
+    assert "cluster_identity" not in tables(url)
+    db.upgrade(url)
+    (again,) = cluster_ids(url)
+    assert again != first
 
 
 def test_the_migrated_schema_is_the_one_the_models_describe(database_url):

@@ -18,6 +18,7 @@ from spawn.output.spool import Spool, SpoolInUse, spool_path
 from tests.component.test_queue import closed_port, make_item, streamed
 
 CRAWLER = 9101  # streams of this module's own
+CLUSTER = "6f1e4c8a-2b7d-4e1f-9a3c-5d8b7e6f4a21"
 
 
 @pytest.fixture
@@ -126,11 +127,16 @@ def test_the_bound_holds_on_the_spool_across_a_restart(tmp_path):
 
 
 def test_one_spool_file_per_node_address_and_one_process_per_file(tmp_path):
-    first = spool_path(str(tmp_path), "127.0.0.1", 8001, pid=10)
-    assert first == spool_path(str(tmp_path), "127.0.0.1", 8001, pid=11)  # a restart finds it
-    assert first != spool_path(str(tmp_path), "127.0.0.1", 8002, pid=10)
-    assert first != spool_path(str(tmp_path), "10.0.0.5", 8001, pid=10)
-    assert spool_path(str(tmp_path), "::1", 0, pid=10).name == "outbox-_1-pid10.db"
+    first = spool_path(str(tmp_path), "127.0.0.1", 8001, pid=10, cluster=CLUSTER)
+    assert first == spool_path(
+        str(tmp_path), "127.0.0.1", 8001, pid=11, cluster=CLUSTER
+    )  # a restart finds it
+    assert first != spool_path(str(tmp_path), "127.0.0.1", 8002, pid=10, cluster=CLUSTER)
+    assert first != spool_path(str(tmp_path), "10.0.0.5", 8001, pid=10, cluster=CLUSTER)
+    assert (
+        spool_path(str(tmp_path), "::1", 0, pid=10, cluster=CLUSTER).name
+        == f"outbox-_1-pid10@{CLUSTER}.db"
+    )
 
     held = Spool(first)
     with pytest.raises(SpoolInUse):
