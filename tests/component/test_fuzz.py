@@ -35,7 +35,7 @@ from sources.model import Item
 from tests.component.conftest import ADMIN, SECRET, bearer
 from tests.support import served
 
-MAX_EXAMPLES = 25  # per operation, generation mode and (crawler routes) pinned id or not
+MAX_EXAMPLES = 15  # per operation, generation mode and (crawler routes) pinned id or not
 THREAD = "https://blog.example/posts/1"
 FUZZ_SETTINGS = settings(
     max_examples=MAX_EXAMPLES,
