@@ -22,7 +22,7 @@ BUDGET = 100
 CRAWLERS = 6
 # seconds per new feed entry: the crawlers wait for entries, not for leases, so a cut-off
 # node has room left under its leases, and both nodes see each entry
-EVERY = 2.0
+EVERY = 1.0
 
 
 @pytest.mark.slow
