@@ -26,6 +26,12 @@ SHOWN = 8  # test files listed per module; `python -m tests.module_map PATH` lis
 WRITE_COMMAND = "python -m tests.module_map --write"
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A file's syntax tree, parsed once per process: every map reads each file several times."""
+    return ast.parse(path.read_text(), str(path))
+
+
 def module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -58,7 +64,7 @@ def imported(path: Path, known: Iterable[str]) -> dict[str, set[str]]:
     """The known modules a file imports, and for each the names it takes from it."""
     known = set(known)
     taken: dict[str, set[str]] = defaultdict(set)
-    for name, module in bindings(ast.parse(path.read_text(), str(path)), known).items():
+    for name, module in bindings(parsed(path), known).items():
         taken[module].add(name)
     return taken
 
@@ -67,7 +73,7 @@ def reach_by_name(path: Path, known: set[str]) -> dict[str, set[str]]:
     """For each top-level name of a helper module, the known modules its definition uses,
     through the helper's other definitions too: a test that takes `ADMIN` from a conftest
     reaches none of what its `make_reconciler` does."""
-    tree = ast.parse(path.read_text(), str(path))
+    tree = parsed(path)
     bound = bindings(tree, known)
     defined: dict[str, set[str]] = {}
     for node in tree.body:
@@ -122,7 +128,7 @@ def requested_paths(tree: ast.AST) -> set[str]:
 
 def route_patterns(modules: dict[str, Path]) -> dict[str, re.Pattern[str]]:
     """Module -> one pattern of every path its blueprint routes (`url_prefix` + `route`)."""
-    trees = {name: ast.parse(path.read_text(), str(path)) for name, path in modules.items()}
+    trees = {name: parsed(path) for name, path in modules.items()}
     prefixes: dict[str, str] = {}
     for name, tree in trees.items():
         for call in ast.walk(tree):
@@ -162,7 +168,7 @@ def conftests(path: Path) -> list[str]:
 def asked_for(path: Path) -> set[str]:
     """The names a file's functions take as parameters: the fixtures its tests ask for."""
     functions = (ast.FunctionDef, ast.AsyncFunctionDef)
-    tree = ast.parse(path.read_text(), str(path))
+    tree = parsed(path)
     return {
         arg.arg for node in ast.walk(tree) if isinstance(node, functions) for arg in node.args.args
     }
@@ -189,7 +195,7 @@ def tests_by_module() -> dict[str, list[str]]:
                 seen.update(*(reach[module].get(name, set()) for name in names))
             else:
                 seen.add(module)
-        requested = requested_paths(ast.parse(path.read_text(), str(path)))
+        requested = requested_paths(parsed(path))
         seen.update(
             name for name, pattern in routes.items() if any(map(pattern.fullmatch, requested))
         )
