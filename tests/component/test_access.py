@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import MetaData, select
+from sqlalchemy import MetaData, Table, select
+from sqlalchemy.orm import Session
 
 from blackwidow.app import create_app
 from blackwidow.core.tokens import hash_token
@@ -260,16 +261,28 @@ def world(
     return World(ana, bob, *crawlers, hook.json["id"], node.json["id"], node_url)
 
 
+_REFLECTED: dict[str, list[Table]] = {}  # back end -> its tables, read once per process
+
+
+def database_tables(session: Session) -> list[Table]:
+    """The tables of the session's database, as the database says (not the models), so a new
+    table or column is watched too. Read once per back end: every test's database is migrated
+    to the same head, and reflecting cost more than the reads."""
+    dialect = session.get_bind().dialect.name
+    if dialect not in _REFLECTED:
+        metadata = MetaData()
+        metadata.reflect(bind=session.connection())
+        _REFLECTED[dialect] = list(metadata.sorted_tables)
+    return _REFLECTED[dialect]
+
+
 def snapshot(app: Flask, world: World) -> dict[str, Any]:
     """Every row of every table the database holds, and every stored item: what a refused call
-    must leave exactly as it was. Tables are read from the database, not the models, so a new
-    table or column is watched too."""
+    must leave exactly as it was."""
     hub = app.extensions["blackwidow"]
     tables: dict[str, Any] = {}
     with hub.sessions() as session:
-        metadata = MetaData()
-        metadata.reflect(bind=session.connection())
-        for table in metadata.sorted_tables:
+        for table in database_tables(session):
             tables[table.name] = sorted(
                 (tuple(row) for row in session.execute(select(table))), key=repr
             )
@@ -536,11 +549,9 @@ def test_tokens_are_stored_only_as_their_hash(
     token, the users table holds each token's hash once, and a hash is no token."""
     hub = hub_app.extensions["blackwidow"]
     with hub.sessions() as session:
-        metadata = MetaData()
-        metadata.reflect(bind=session.connection())
         cells = {
             (table.name, column.name, row_number): value
-            for table in metadata.sorted_tables
+            for table in database_tables(session)
             for row_number, row in enumerate(session.execute(select(table)))
             for column, value in zip(table.columns, row, strict=True)
         }
