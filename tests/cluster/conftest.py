@@ -3,16 +3,18 @@ host of its own, and per test two hubs leading two monitor shards, three nodes a
 server, each on its own host, started as the integration tier starts its processes.
 
 PostgreSQL is an instance of the tier's own on the `pg` host, not the suite's loopback one, so
-that a cut to it is a real packet filter on its address. The nodes share one SQLite store
-file: namespaces share the file system, so the store is shared as a store server would be,
-at no start-up cost, but never partitioned; the faults are between hubs, nodes, feeds and
-PostgreSQL.
+that a cut to it is a real packet filter on its address. By default the nodes share one SQLite
+store file: namespaces share the file system, so the store is shared as a store server would
+be, at no start-up cost, but never partitioned. The Cassandra scenarios instead store items in
+a ring of three Cassandra nodes on hosts of their own (tests/cluster/ring.py), started only
+when such a scenario runs, and the faults reach the store too.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,9 +22,10 @@ import pytest
 
 from tests.cluster.hosts import POSTGRES_PORT, HostCluster, fresh_database
 from tests.cluster.network import Network, NetworkError
+from tests.cluster.ring import RING_HOSTS, Ring, start_ring
 from tests.services.postgres import Postgres
 
-HOSTS = ("pg", "hub1", "hub2", "node1", "node2", "node3", "feeds")
+HOSTS = ("pg", "hub1", "hub2", "node1", "node2", "node3", "feeds", *RING_HOSTS)
 
 
 @pytest.fixture(scope="package")
@@ -58,6 +61,25 @@ def cluster_postgres(network: Network) -> Iterator[str]:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
+@pytest.fixture(scope="package")
+def cassandra_ring(network: Network) -> Iterator[Ring]:
+    """The Cassandra ring on hosts cass1-3, its keyspace shared by the scenarios (each keeps
+    to crawler ids of its own: a keyspace's schema takes seconds to make on three nodes)."""
+    run_dir = Path(tempfile.mkdtemp(prefix="blackwidow-cluster-cassandra-"))
+    ring = start_ring(network, run_dir)
+    try:
+        yield ring
+    finally:
+        ring.stop()
+
+
+@pytest.fixture
+def ring_store(cassandra_ring: Ring) -> str:
+    """BLACKWIDOW_STORE of the ring's keyspace, once the ring is whole."""
+    cassandra_ring.wait_whole()
+    return cassandra_ring.url
+
+
 @pytest.fixture
 def cluster(
     network: Network, cluster_postgres: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -65,11 +87,13 @@ def cluster(
     """A factory: cluster(delay=None, **env) starts the feed server, two hubs on a fresh
     database and three nodes (two registering with the first hub, one with the second), and
     waits for them. Every process is stopped, and every fault healed, at the end, also on
-    failure. `delay` slows every link by a relay, `env` adds to the processes' environment."""
+    failure. `delay` slows every link by a relay, `env` adds to the processes' environment.
+    Crawler ids start at a random base, so scenarios sharing a store never share an id."""
     started: list[HostCluster] = []
 
     def _start(delay: float | None = None, **env: str) -> HostCluster:
-        database_url = fresh_database(cluster_postgres, request.node.name)
+        first_id = 1 + uuid.uuid4().int % 2_000_000 * 1_000  # a 32-bit id, far from the rest
+        database_url = fresh_database(cluster_postgres, request.node.name, first_id)
         running = HostCluster(tmp_path, network, database_url, delay, env)
         started.append(running)
         running.start_hub()

@@ -31,8 +31,9 @@ TIMERS = {
 }
 
 
-def fresh_database(server_url: str, name: str) -> str:
-    """A new database on the server, with the hub's schema: its URL."""
+def fresh_database(server_url: str, name: str, first_crawler_id: int = 1) -> str:
+    """A new database on the server, with the hub's schema, its crawler ids starting at
+    `first_crawler_id` (scenarios sharing a store keep apart by their ids): its URL."""
     url = sqlalchemy.make_url(server_url)
     database = re.sub(r"[^a-z0-9_]", "_", name.lower())[:40] + "_" + uuid.uuid4().hex[:6]
     address = {"host": url.host, "port": url.port, "user": url.username, "dbname": url.database}
@@ -43,6 +44,12 @@ def fresh_database(server_url: str, name: str) -> str:
     command = [sys.executable, "-m", "blackwidow", "db", "upgrade"]
     done = subprocess.run(command, env=environ, capture_output=True, text=True)
     assert done.returncode == 0, f"db upgrade failed: {done.stderr}"
+    if first_crawler_id != 1:
+        with psycopg.connect(**{**address, "dbname": database}, autocommit=True) as connection:
+            connection.execute(
+                "SELECT setval(pg_get_serial_sequence('crawlers', 'id'), %s, false)",
+                (first_crawler_id,),
+            )
     return made
 
 

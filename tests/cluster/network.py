@@ -1,5 +1,6 @@
 """Simulated hosts: one network namespace per host, joined by one Linux bridge on a private
-subnet, and the faults between them, made with nftables inside each host's namespace.
+subnet, and the faults between them, made with nftables inside each host's namespace, and
+delays on a host's link, made by a user-space delayer (delayer.py: this kernel has no netem).
 
 Nothing routes out: the namespaces have no default route and the only addresses are the
 subnet's. The bridge's own address (the test process's side) lets the test reach every host.
@@ -14,6 +15,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FAULT_TABLE = "blackwidow_faults"  # the nftables table a fault adds to a host's namespace
+DELAYER = Path(__file__).with_name("delayer.py")
 SUBNETS = ipaddress.ip_network("10.213.0.0/16")  # /24s picked from here, one per run
 
 
@@ -82,15 +85,17 @@ class Host:
 
 
 class Network:
-    """Hosts by name, on one bridge; `cut`, `lose` and `heal` make and end the faults."""
+    """Hosts by name, on one bridge; `cut`, `lose`, `silence`, `delay` and `heal` make and end
+    the faults."""
 
     def __init__(self, names: Sequence[str]) -> None:
         check_machine()
         self.prefix = f"bw{secrets.token_hex(2)}"
         self.bridge = f"{self.prefix}-br"
         self.hosts: dict[str, Host] = {}
-        self._links: list[str] = []  # the veths' bridge sides
+        self._links: dict[str, str] = {}  # host -> its veth's bridge side
         self._faulty: set[str] = set()
+        self._delayers: dict[str, subprocess.Popen[str]] = {}  # host -> its link's delayer
         try:
             with _subnet_lock():  # two runs at once must not pick the same subnet
                 self.subnet = _free_subnet()
@@ -98,7 +103,9 @@ class Network:
                 self.gateway = str(next(addresses))  # the bridge's side: the test process
                 _run("ip", "link", "add", self.bridge, "type", "bridge")
                 _run("ip", "addr", "add", f"{self.gateway}/24", "dev", self.bridge)
-            _run("ip", "link", "set", self.bridge, "up")
+                # up within the lock: the subnet's route, which the next run's pick looks
+                # for, exists only once the bridge is up
+                _run("ip", "link", "set", self.bridge, "up")
             for index, name in enumerate(names):
                 host = self.hosts[name] = Host(name, f"{self.prefix}-{name}", str(next(addresses)))
                 self._add_host(host, f"{self.prefix}-v{index}")
@@ -109,7 +116,7 @@ class Network:
     def _add_host(self, host: Host, outside: str) -> None:
         """Its namespace, and a veth pair: `eth0` inside, `outside` on the bridge."""
         _run("ip", "netns", "add", host.namespace)
-        self._links.append(outside)
+        self._links[host.name] = outside
         _run("ip", "link", "add", outside, "type", "veth", "peer", "eth0", "netns", host.namespace)
         _run("ip", "link", "set", outside, "master", self.bridge, "up")
         inside = host.wrapper()
@@ -141,11 +148,53 @@ class Network:
         """One-way loss: every packet from `sender` to `receiver` is lost, none the other way."""
         self._drop(receiver, [f"input ip saddr {self[sender].address}"])
 
+    def silence(self, host: str) -> None:
+        """A silent host: every packet to or from it is dropped, none refused, as when a host
+        hangs or its link fails without a word."""
+        self._drop(host, ['input iifname "eth0"', 'output oifname "eth0"'])
+
+    def delay(self, host: str, seconds: float) -> None:
+        """Every frame to and from `host` `seconds` late, each way: its veth's bridge side is
+        moved into a namespace of its own and spliced to a new port of the bridge through a
+        delayer, so the host keeps its address and MAC."""
+        outside, spliced = self._links[host], self._delay_namespace(host)
+        splice = outside.replace("-v", "-d")
+        _run("ip", "netns", "add", spliced)
+        _run("ip", "link", "set", outside, "netns", spliced)
+        _run("ip", "link", "add", splice, "type", "veth", "peer", "splice", "netns", spliced)
+        _run("ip", "link", "set", splice, "master", self.bridge, "up")
+        for link in (outside, "splice"):
+            _run("ip", "-n", spliced, "link", "set", link, "up")
+        command = [sys.executable, str(DELAYER), outside, "splice", str(seconds)]
+        delayer = subprocess.Popen(
+            ["ip", "netns", "exec", spliced, *command], stdout=subprocess.PIPE, text=True
+        )
+        self._delayers[host] = delayer
+        assert delayer.stdout is not None
+        if not delayer.stdout.readline().startswith("delaying"):
+            raise NetworkError(f"the delayer on {host}'s link exited ({delayer.wait()})")
+
+    def _delay_namespace(self, host: str) -> str:
+        return f"{self.prefix}-delay-{host}"
+
+    def _undelay(self, host: str) -> None:
+        """The delayer stopped, the host's veth back on the bridge, the splice removed."""
+        delayer = self._delayers.pop(host)
+        delayer.terminate()
+        delayer.wait()
+        outside, spliced = self._links[host], self._delay_namespace(host)
+        _run("ip", "-n", spliced, "link", "set", outside, "netns", str(os.getpid()))
+        _run("ip", "link", "set", outside, "master", self.bridge, "up")
+        _run("ip", "link", "delete", outside.replace("-v", "-d"))
+        _run("ip", "netns", "delete", spliced)
+
     def heal(self) -> None:
-        """End every fault: each fault table made is deleted."""
+        """End every fault: each fault table made is deleted, each delay undone."""
         for host in sorted(self._faulty):
             self[host].nft(f"delete table inet {FAULT_TABLE}")
         self._faulty.clear()
+        for host in sorted(self._delayers):
+            self._undelay(host)
 
     def _set(self, names: Iterable[str]) -> str:
         return "{ " + ", ".join(self[name].address for name in names) + " }"
@@ -153,11 +202,18 @@ class Network:
     def remove(self) -> None:
         """Delete what this network made: its veths, namespaces (their fault tables go with
         them) and bridge; a part already gone is skipped."""
-        for link in self._links:  # at once: a namespace's own veth would go only later
+        for delayer in self._delayers.values():
+            delayer.kill()
+            delayer.wait()
+        for link in self._links.values():  # at once: a namespace's own veth would go later
             subprocess.run(["ip", "link", "delete", link], capture_output=True)
+            subprocess.run(["ip", "link", "delete", link.replace("-v", "-d")], capture_output=True)
         for host in self.hosts.values():
             subprocess.run(["ip", "netns", "delete", host.namespace], capture_output=True)
+            delayed = self._delay_namespace(host.name)
+            subprocess.run(["ip", "netns", "delete", delayed], capture_output=True)
         subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True)
         self.hosts.clear()
         self._links.clear()
         self._faulty.clear()
+        self._delayers.clear()

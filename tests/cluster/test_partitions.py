@@ -16,8 +16,9 @@ from tests.cluster.hosts import HostCluster
 from tests.cluster.totals import DURING_ITEMS, settle, start_workload
 from tests.support import wait_until
 
-# every scenario is slow; the simulated hosts have fixed names, so the tier's scenarios stay in
-# this one file, which pytest-xdist's --dist loadfile gives to a single worker
+# every scenario is slow. Under pytest-xdist each worker running a file of the tier makes a
+# network of its own (names and subnet its own), so this file and test_cassandra_cluster.py
+# may run side by side
 pytestmark = pytest.mark.slow
 
 CUT_ANSWER_WITHIN = 10.0  # seconds a request to a hub cut from PostgreSQL may take (503)

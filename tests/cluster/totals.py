@@ -16,7 +16,7 @@ from typing import Any
 import requests
 import sqlalchemy
 
-from blackwidow.core.store import SqliteStore
+from blackwidow.core.store import Store, StoreUnavailable, open_store
 from blackwidow.demo.processes import Running
 from tests.cluster.hosts import HostCluster
 from tests.summary import CLUSTER_TOTALS
@@ -61,11 +61,13 @@ class Workload:
         self.whole[crawler_id] = items
         return crawler_id
 
-    def wait_collected(self, cluster: HostCluster, crawler_id: int) -> None:
-        """Until the store holds all the crawler's feed."""
+    def wait_collected(self, cluster: HostCluster, crawler_id: int, within: float = 30.0) -> None:
+        """Until the store holds all the crawler's feed, at most `within` seconds."""
         wanted = self.whole[crawler_id]
         with opened_store(cluster) as store:
-            wait_until(lambda: store.count(crawler_id) >= wanted, what=f"{wanted} items stored")
+            wait_until(
+                lambda: counted(store, crawler_id) >= wanted, within, f"{wanted} items stored"
+            )
 
 
 def start_workload(cluster: HostCluster) -> Workload:
@@ -83,14 +85,27 @@ def start_workload(cluster: HostCluster) -> Workload:
         feed = cluster.feed(name, items=2, every=0.4)
         workload.budgeted.append(workload.add(hub, budget_token, feed))
     with opened_store(cluster) as store:
-        wait_until(lambda: all(map(store.count, workload.tokens)), what="every crawler's items")
+        wait_until(
+            lambda: all(counted(store, crawler) for crawler in workload.tokens),
+            what="every crawler's items",
+        )
     return workload
 
 
+def counted(store: Store, crawler_id: int) -> int:
+    """The crawler's stored items; 0 while the store does not answer the test process (a
+    Cassandra fault may reach it too)."""
+    try:
+        return store.count(crawler_id)
+    except StoreUnavailable:
+        return 0
+
+
 @contextmanager
-def opened_store(cluster: HostCluster) -> Iterator[SqliteStore]:
-    """The nodes' shared store, read by the test process."""
-    store = SqliteStore(cluster.env["BLACKWIDOW_STORE"].removeprefix("sqlite:///"))
+def opened_store(cluster: HostCluster) -> Iterator[Store]:
+    """The nodes' store (the shared SQLite file, or the Cassandra ring), read by the test
+    process, opened as the hub and nodes open it."""
+    store = open_store(cluster.env["BLACKWIDOW_STORE"])
     try:
         yield store
     finally:
@@ -108,10 +123,12 @@ class Totals:
     api_vs_store_mismatch: int = 0
     deadlocks: int = 0  # PostgreSQL deadlocks the hubs logged, however they recovered
     mismatched: list[str] = field(default_factory=list)  # crawler id: api against store
+    unread: str = ""  # why the store did not answer the test process, when it did not
 
     def hold(self) -> bool:
         return (
-            self.lost == self.duplicated == self.over_limit == self.over_budget == 0
+            not self.unread
+            and self.lost == self.duplicated == self.over_limit == self.over_budget == 0
             and self.api_vs_store_mismatch == self.deadlocks == 0
             and self.billed == self.delivered
         )
@@ -124,16 +141,17 @@ class Totals:
             f"api_vs_store_mismatch={self.api_vs_store_mismatch} deadlocks={self.deadlocks}"
         )
         detail = f" (crawler api/store: {', '.join(self.mismatched)})" if self.mismatched else ""
+        detail += f" (store unread: {self.unread})" if self.unread else ""
         return f"totals scenario={scenario} {figures} recovery={took}{detail}"
 
 
-def _stored(store: SqliteStore, crawler_id: int) -> tuple[set[int], int]:
+def _stored(store: Store, crawler_id: int) -> tuple[set[int], int]:
     """The entry numbers a crawler's stored items carry, and how many items repeat one."""
     ids = list(store.stored_ids(crawler_id))
     return {int(i.rsplit("/", 1)[1]) for i in ids}, len(ids) - len(set(ids))
 
 
-def measure(cluster: HostCluster, workload: Workload, store: SqliteStore) -> Totals:
+def measure(cluster: HostCluster, workload: Workload, store: Store) -> Totals:
     totals = Totals()
     for crawler_id, published in workload.whole.items():
         numbers, repeated = _stored(store, crawler_id)
@@ -192,7 +210,10 @@ def settle(
     with opened_store(cluster) as store:
         deadline = healed_at + SETTLE_WITHIN
         while True:
-            totals = measure(cluster, workload, store)
+            try:
+                totals = measure(cluster, workload, store)
+            except StoreUnavailable as error:  # a store just healed: asked again
+                totals = Totals(unread=str(error))
             if totals.hold() or time.monotonic() > deadline:
                 break
             time.sleep(0.25)

@@ -1,9 +1,12 @@
-"""A single-node Cassandra on loopback, run straight from the jars that `install` cached, with
-its data kept in its run dir so it can be stopped and started again like a real outage."""
+"""A Cassandra node run straight from the jars that `install` cached, with its data kept in its
+run dir so it can be stopped and started again like a real outage: by default the suite's
+single node on loopback; given a network namespace, seeds and a token, one node of a ring (the
+cluster tier's three)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,8 +19,9 @@ from tests.services.server import LOOPBACK, Service, ServiceError, port_answers
 
 VERSION = "5.0.9"
 
+HEAP = ("512m", "1g")  # -Xms, -Xmx of the suite's single node
 JVM_OPTIONS = [
-    *("-Xms512m", "-Xmx1g", "-XX:+UseG1GC", "-XX:+ExitOnOutOfMemoryError"),
+    *("-XX:+UseG1GC", "-XX:+ExitOnOutOfMemoryError"),
     "-Djdk.attach.allowAttachSelf=true",
     "-Dio.netty.tryReflectionSetAccessible=true",
 ]
@@ -66,13 +70,19 @@ cdc_raw_directory: {run_dir}/cdc_raw
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
-      - seeds: "{host}:{storage_port}"
+      - seeds: "{seeds}"
 listen_address: {host}
 rpc_address: {host}
 storage_port: {storage_port}
 native_transport_port: {port}
 start_native_transport: true
 endpoint_snitch: SimpleSnitch
+"""
+
+# A node of a ring started with its peers at once: its token set, nothing streamed to it.
+RING_MEMBER = """\
+initial_token: {token}
+auto_bootstrap: false
 """
 
 # INFO to stdout, which start() sends to the log file (the built-in default is DEBUG).
@@ -129,11 +139,25 @@ class Cassandra(Service):
         host: str = LOOPBACK,
         cluster_name: str = "blackwidow-tests",
         quick_jit: bool = True,
+        namespace: str | None = None,
+        seeds: Sequence[str] = (),
+        heap: tuple[str, str] = HEAP,
+        token: int | None = None,
+        durable_schema: bool = False,
     ) -> None:
-        super().__init__(run_dir, port, host)
+        """`seeds` are the ring's addresses (on `storage_port`), this node's own by default;
+        `token`, set, makes it a ring member that joins without bootstrapping, so the ring's
+        nodes start at once; `heap` is (-Xms, -Xmx). `durable_schema` logs schema changes to
+        the commit log like any write, so a node killed -9 comes back with its keyspaces;
+        without it schema changes are faster, and a kill loses them."""
+        super().__init__(run_dir, port, host, namespace)
         self.storage_port = storage_port
         self.cluster_name = cluster_name
         self.quick_jit = quick_jit
+        self.seeds = tuple(seeds) or (host,)
+        self.heap = heap
+        self.token = token
+        self.durable_schema = durable_schema
 
     @property
     def endpoint(self) -> CassandraEndpoint:
@@ -148,8 +172,10 @@ class Cassandra(Service):
             "host": self.host,
             "port": self.port,
             "storage_port": self.storage_port,
+            "seeds": ",".join(f"{seed}:{self.storage_port}" for seed in self.seeds),
         }
-        (self.run_dir / "cassandra.yaml").write_text(CONFIG.format(**settings))
+        member = "" if self.token is None else RING_MEMBER.format(token=self.token)
+        (self.run_dir / "cassandra.yaml").write_text(CONFIG.format(**settings) + member)
         (self.run_dir / "logback.xml").write_text(LOGGING)
 
     def command(self) -> list[str]:
@@ -163,13 +189,15 @@ class Cassandra(Service):
             "cassandra.skip_wait_for_gossip_to_settle": 0,
             "cassandra.ring_delay_ms": 100,
             "cassandra.superuser_setup_delay_ms": 0,
-            "cassandra.unsafesystem": "true",  # no fsync of system tables: faster schema changes
         }
+        if not self.durable_schema:  # system tables skip the commit log: faster schema changes
+            properties["cassandra.unsafesystem"] = "true"
         defines = [f"-D{key}={value}" for key, value in properties.items()]
         # Quick JIT only: start-up counts in tests, peak speed does not (benchmarks turn it off).
         jit = ["-XX:TieredStopAtLevel=1"] if self.quick_jit else []
         return [
             "java",
+            *(f"-Xms{self.heap[0]}", f"-Xmx{self.heap[1]}"),
             *JVM_OPTIONS,
             *jit,
             *modules,
