@@ -1,4 +1,4 @@
-"""Searching items' words in every store: SQLite's full-text index and Cassandra's SAI index,
+"""Searching items' words in every store: SQLite's full-text index and Cassandra's word blocks,
 each built for the items stored before it, and each finding a word in any script, case and
 Unicode normal form."""
 
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from blackwidow.core.store import Store, open_store, upgrade_store
 from blackwidow.core.store.base import SearchUnsupported
 from blackwidow.core.store.cassandra.config import parse
-from blackwidow.core.store.cassandra.schema import fill_words
+from blackwidow.core.store.cassandra.schema import WORDS_INDEX, fill_words, has_words_index
 from blackwidow.core.store.cassandra.store import make_cluster
 from blackwidow.core.store.sqlite import MIGRATIONS
 from blackwidow.core.store.windows import Window, words
@@ -174,20 +174,16 @@ def test_cassandra_items_stored_before_their_words_get_them_for_the_time_they_ha
         store.add([item("kept", one, "plain")])
         # long enough to outlast the steps to the fill on a busy machine
         store.add([item("expiring", one, "plain", hours=1)], ttl=10)
-        for moment, item_id in [(T0, "kept"), (T0 + timedelta(hours=1), "expiring")]:
-            session.execute(  # as schema version 3 left them
-                "DELETE words FROM items_by_crawler WHERE crawler_id = %s AND day = %s"
-                " AND fetched_at = %s AND item_id = %s",
-                (one, T0.date(), moment, item_id),
-            )
+        session.execute(  # as a keyspace searched before left them: without their words
+            "DELETE FROM word_blocks WHERE crawler_id = %s AND day = %s", (one, T0.date())
+        )
         assert found(store, "plain", [one]) == []
         fill_words(session, session.keyspace)
         assert sorted(found(store, "plain", [one])) == ["expiring", "kept"]
-        rows = "SELECT item_id FROM items_by_crawler WHERE crawler_id = %s AND day = %s"
-        wait_until(  # its words went with it: no row of words alone is left
-            lambda: [row.item_id for row in session.execute(rows, (one, T0.date()))] == ["kept"],
+        wait_until(  # its block outlives it, but an item is found only while it is stored
+            lambda: found(store, "plain", [one]) == ["kept"],
             timeout=30,
-            what="the expiring item gone, words and all",
+            what="the expiring item gone from what a search finds",
         )
 
 
@@ -205,11 +201,11 @@ def test_a_cassandra_store_without_search_on_writes_no_words_and_refuses_to_sear
     cluster = make_cluster(config)
     try:
         store.add([item("plain-one", one, "plain")])
-        words = cluster.connect(config.keyspace).execute(
-            "SELECT words FROM items_by_crawler WHERE crawler_id = %s AND day = %s",
+        blocks = cluster.connect(config.keyspace).execute(
+            "SELECT block_id FROM word_blocks WHERE crawler_id = %s AND day = %s",
             (one, T0.date()),
         )
-        assert [row.words for row in words] == [None]
+        assert list(blocks) == []
         with pytest.raises(SearchUnsupported, match=r"search is off.*search=on"):
             found(store, "plain", [one])
     finally:
@@ -318,21 +314,27 @@ def test_an_sqlite_file_of_the_version_before_gets_its_words_folded_when_opened(
 
 
 @pytest.mark.services("cassandra_service")
-def test_cassandra_words_cut_before_folding_are_cut_again_by_db_upgrade(
+def test_a_cassandra_keyspace_searched_by_its_sai_index_gets_word_blocks_from_db_upgrade(
     cassandra_store_url: str, crawler_ids: tuple[int, int, int]
 ) -> None:
+    """Version 6 fills the word blocks of the items stored before it where the keyspace was
+    searched (it has version 5's SAI index), folded as a query is, then drops the index."""
     one = crawler_ids[0]
     with store_and_session(cassandra_store_url) as (store, session):
         store.add([item("greek", one, "Ελλάδα", nfd("Kraków"))])
-        session.execute(  # as schema version 4 cut them: split at the decomposed ó
-            "UPDATE items_by_crawler SET words = %s WHERE crawler_id = %s AND day = %s"
-            " AND fetched_at = %s AND item_id = %s",
-            ({"ελλαδα", "krako", "w", "ann", "author"}, one, T0.date(), T0, "greek"),
+        session.execute(  # as version 5 left it: words in the row, an SAI index, no blocks
+            "DELETE FROM word_blocks WHERE crawler_id = %s AND day = %s", (one, T0.date())
         )
+        session.execute(
+            f"CREATE CUSTOM INDEX IF NOT EXISTS {WORDS_INDEX} ON items_by_crawler"
+            " (VALUES(words)) USING 'StorageAttachedIndex'",
+            timeout=60,
+        )
+        session.execute("DELETE FROM schema_versions WHERE version = 6")
         assert found(store, "Kraków", [one]) == []
-        session.execute("DELETE FROM schema_versions WHERE version = 5")
-        assert upgrade_store(cassandra_store_url).endswith("applied versions [5]")
+        assert upgrade_store(cassandra_store_url).endswith("applied versions [6]")
         assert found(store, "Kraków", [one]) == ["greek"]
         assert found(store, nfd("KRAKÓW"), [one]) == ["greek"]
-        recorded = session.execute("SELECT applied_at FROM schema_versions WHERE version = 5")
+        assert not has_words_index(session, session.keyspace)
+        recorded = session.execute("SELECT applied_at FROM schema_versions WHERE version = 6")
         assert recorded.one().applied_at is not None

@@ -17,14 +17,16 @@ from typing import Any
 
 from cassandra.cluster import Session
 from cassandra.concurrent import execute_concurrent_with_args
-from cassandra.query import BoundStatement, PreparedStatement, SimpleStatement
+from cassandra.query import BoundStatement, PreparedStatement
 
-from blackwidow.core.store.cassandra.rows import BUCKETS, DAY, day_of, item_from_row
-from blackwidow.core.store.cassandra.statements import ITEM, Statements
+from blackwidow.core.store.cassandra import word_blocks
+from blackwidow.core.store.cassandra.rows import BUCKETS, DAY, chunks, day_of, item_from_row
+from blackwidow.core.store.cassandra.statements import Statements
 from blackwidow.core.store.windows import STREAM_BATCH, BadPosition, ItemPage, Window, checked
 from sources.model import Item
 
 DAYS_IN_FLIGHT = 32  # crawlers whose days a search asks for at once
+IDS_IN_READ = 100  # blocks, or items, a search reads by key in one request
 _EARLIEST = datetime.min.replace(tzinfo=UTC)  # an open side of a published_at window
 _LATEST = datetime.max.replace(tzinfo=UTC)
 
@@ -93,7 +95,6 @@ def conversation_page(
 def search(
     session: Session,
     st: Statements,
-    ks: str,
     words: Sequence[str],
     crawler_ids: Collection[int],
     limit: int,
@@ -101,24 +102,79 @@ def search(
     after: Any,
 ) -> ItemPage:
     """Newest day first, crawler by crawler within a day (in id order), newest first within
-    each: one single-partition query per crawler and day, its words matched by the SAI index
-    on `words`. The position is the partition a page stopped in and the paging state there."""
+    each: in each (crawler, day) partition, the items every word's bucket rows of the word
+    blocks place them under (cassandra.word_blocks), read by key. The position is the
+    partition a page stopped in and the key of its last item."""
     start = _search_position(after)
     found: list[Item] = []
-    query = _search_query(ks, len(words), window)
+    if not words:
+        return ItemPage(found)
     for day, crawler_id in _partitions(session, st, crawler_ids, window, start):
-        state = start[2] if start is not None and (day, crawler_id) == start[:2] else None
-        while True:
-            if len(found) == limit:
-                return ItemPage(found, [day.isoformat(), crawler_id, _encoded_or_none(state)])
-            values = (crawler_id, day, *_day_bounds(day, window), *words, *_published(window))
-            statement = SimpleStatement(query, fetch_size=limit - len(found))
-            result = session.execute(statement, values, paging_state=state)
-            found += [item_from_row(row, row.conversation_id) for row in result.current_rows]
-            state = result.paging_state
-            if state is None:
-                break
+        below = start[2] if start is not None and (day, crawler_id) == start[:2] else None
+        keys = _matching(session, st, crawler_id, day, words, window, below)
+        for chunk in chunks(keys, min(limit, IDS_IN_READ)):
+            for item in _items_at(session, st, crawler_id, day, chunk, window):
+                found.append(item)
+                if len(found) == limit:
+                    at = word_blocks.millis(item.fetched_at)
+                    return ItemPage(found, [day.isoformat(), crawler_id, at, item.id])
     return ItemPage(found)
+
+
+def _matching(
+    session: Session,
+    st: Statements,
+    crawler_id: int,
+    day: date,
+    words: Sequence[str],
+    window: Window,
+    below: word_blocks.Key | None,
+) -> list[word_blocks.Key]:
+    """The keys of the partition's items that hold every word, in the window and before
+    `below`, newest first: per word, its bucket's row of every block that has items in the
+    window; then the keys of the blocks where all the words are."""
+    low, high = _day_bounds(day, window)
+    held: dict[tuple[datetime, str], set[int]] | None = None
+    for word in words:
+        rows = session.execute(st.block_words, (crawler_id, day, word_blocks.bucket_of(word), low))
+        mine = {
+            (row.block_at, row.block_id): word_blocks.positions(row.postings, word) for row in rows
+        }
+        held = mine if held is None else {b: p & mine[b] for b, p in held.items() if b in mine}
+        held = {b: p for b, p in held.items() if p}
+        if not held:
+            return []
+    assert held is not None
+    matched: set[word_blocks.Key] = set()
+    for chunk in chunks(sorted(held), IDS_IN_READ):
+        for row in session.execute(
+            st.block_keys, (crawler_id, day, word_blocks.KEYS_BUCKET, chunk)
+        ):
+            listed = word_blocks.keys(row.postings)
+            positions = held[row.block_at, row.block_id]
+            matched.update(listed[p] for p in positions if p < len(listed))
+    low_ms, high_ms = word_blocks.to_millis(low), word_blocks.to_millis(high)
+    kept = (k for k in matched if low_ms <= k[0] < high_ms and (below is None or k < below))
+    return sorted(kept, reverse=True)
+
+
+def _items_at(
+    session: Session,
+    st: Statements,
+    crawler_id: int,
+    day: date,
+    keys: list[word_blocks.Key],
+    window: Window,
+) -> list[Item]:
+    """The items of these keys that are still there (an expired one is gone), in the keys'
+    order, kept to a published_at window."""
+    rows = session.execute(st.items_at, (crawler_id, day, keys))
+    by_key = {word_blocks.key_of(row): item_from_row(row, row.conversation_id) for row in rows}
+    items = [by_key[key] for key in keys if key in by_key]
+    if window.by != "published_at" or not window.bounded:
+        return items
+    since, until = window.since or _EARLIEST, window.until or _LATEST
+    return [i for i in items if i.published_at is not None and since <= i.published_at < until]
 
 
 def _partitions(
@@ -126,7 +182,7 @@ def _partitions(
     st: Statements,
     crawler_ids: Collection[int],
     window: Window,
-    start: tuple[date, int, bytes | None] | None,
+    start: tuple[date, int, word_blocks.Key] | None,
 ) -> list[tuple[date, int]]:
     """The (day, crawler) partitions of these crawlers in the window, newest day first and
     crawlers in id order, from the position's on."""
@@ -148,19 +204,6 @@ def _partitions(
     return [(d, c) for d, c in partitions if d < start[0] or (d == start[0] and c >= start[1])]
 
 
-def _search_query(ks: str, word_count: int, window: Window) -> str:
-    """One partition, cut to the window on fetched_at by clustering bounds, every word matched
-    by the index; a bounded published_at window is filtered within the one partition."""
-    query = (
-        f"SELECT crawler_id, item_id, fetched_at, conversation_id, {ITEM}"
-        f" FROM {ks}.items_by_crawler WHERE crawler_id = %s AND day = %s"
-        " AND fetched_at >= %s AND fetched_at < %s" + " AND words CONTAINS %s" * word_count
-    )
-    if window.by == "published_at" and window.bounded:
-        query += " AND published_at >= %s AND published_at < %s ALLOW FILTERING"
-    return query
-
-
 def _day_bounds(day: date, window: Window) -> tuple[datetime, datetime]:
     """The day, cut to a fetched_at window."""
     low = datetime.combine(day, time(), UTC)
@@ -171,24 +214,14 @@ def _day_bounds(day: date, window: Window) -> tuple[datetime, datetime]:
     return low, high
 
 
-def _published(window: Window) -> tuple[datetime, ...]:
-    if window.by == "published_at" and window.bounded:
-        return (window.since or _EARLIEST, window.until or _LATEST)
-    return ()
-
-
-def _search_position(after: Any) -> tuple[date, int, bytes | None] | None:
+def _search_position(after: Any) -> tuple[date, int, word_blocks.Key] | None:
     if after is None:
         return None
-    day, crawler_id, state = checked(after, (str, int, (str, type(None))))
+    day, crawler_id, at, item_id = checked(after, (str, int, int, str))
     try:
-        return date.fromisoformat(day), crawler_id, _decoded(state)
-    except ValueError:
+        return date.fromisoformat(day), crawler_id, (word_blocks.from_millis(at), item_id)
+    except (ValueError, OverflowError):
         raise BadPosition("not a position this store gave") from None
-
-
-def _encoded_or_none(state: bytes | None) -> str | None:
-    return None if state is None else _encoded(state)
 
 
 def _days(

@@ -24,15 +24,16 @@ from cassandra.query import (
 )
 
 from blackwidow.core.store import threads
+from blackwidow.core.store.cassandra import word_blocks
 from blackwidow.core.store.cassandra.id_write_memory import Bucket, IdRow
 from blackwidow.core.store.cassandra.statements import Statements
-from blackwidow.core.store.windows import words
 from sources.model import Item
 
 BUCKETS = 16  # items_by_id partitions per crawler
 ROWS_PER_BATCH = 64  # rows in one batch, unless one partition's part of a write has more
 PARTITIONS_PER_BATCH = 10  # Cassandra warns of unlogged batches over more partitions than this
 SPREAD = 16  # requests a round is spread over at least, where it has as many partitions
+BLOCK_ITEMS = ROWS_PER_BATCH - word_blocks.BUCKETS - 1  # a word block's items: its batch
 DAY = timedelta(days=1)
 
 _Key = TypeVar("_Key")
@@ -133,23 +134,37 @@ def unset_none(values: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def crawler_rows(st: Statements, items: list[Item], ttl: int, first: bool = False) -> Work:
-    """items_by_crawler rows, by (crawler, day) partition; with their words when the store
-    searches, else with that column left unset (no tombstone, no cost). Rows written the
-    `first` time leave their missing fields unset too."""
+    """items_by_crawler rows, by (crawler, day) partition; when the store searches, each
+    batch's items with their word block (cassandra.word_blocks), in the same partition of
+    word_blocks and so the same mutation: an item is never found without being stored, nor
+    stored without its words. Rows written the `first` time leave their missing fields
+    unset (no tombstone)."""
     by_day = grouped(items, lambda item: (crawler_of(item), day_of(item.fetched_at)))
     shape = unset_none if first else tuple
+    parts: list[tuple[list[BoundStatement], None]] = []
+    for key, members in by_day.items():
+        cut = even_chunks(members, BLOCK_ITEMS) if st.words else chunks(members, ROWS_PER_BATCH)
+        for chunk in cut:
+            rows = [
+                st.insert_item.bind(shape((*key, *_key_values(item), item.conversation_id, ttl)))
+                for item in chunk
+            ]
+            if st.words:
+                at, block_id, texts = word_blocks.block(chunk)
+                rows += [
+                    st.insert_block.bind((*key, bucket, at, block_id, text, ttl))
+                    for bucket, text in texts.items()
+                ]
+            parts.append((rows, None))
+    return [(batch, None) for batch, _ in packed(parts, st.place)]
 
-    def values(key: tuple[int, date], item: Item) -> tuple[Any, ...]:
-        words = item_words(item) if st.words else UNSET_VALUE
-        return shape((*key, *_key_values(item), item.conversation_id, words, ttl))
 
-    return batches(st.insert_item, by_day, values, st.place)
-
-
-def item_words(item: Any) -> set[str]:
-    """What search finds an item by (an Item, or a row with its fields): the words of its
-    title, text and author, as blackwidow.core.store.windows.words cuts a query."""
-    return set(words(" ".join(filter(None, (item.title, item.text, item.author)))))
+def even_chunks(items: list[_T], most: int) -> list[list[_T]]:
+    """As few chunks as hold `most` each, of sizes that differ by one at most."""
+    count = -(-len(items) // most)
+    size, extra = divmod(len(items), count)
+    cuts = [n * size + min(n, extra) for n in range(count + 1)]
+    return [items[cuts[n] : cuts[n + 1]] for n in range(count)]
 
 
 def thread_rows(st: Statements, items: list[Item], ttl: int, first: bool = False) -> Work:

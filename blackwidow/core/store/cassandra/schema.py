@@ -11,15 +11,19 @@ once applied. There is one table per read path:
   retention so an expired item is not collected again. Since version 3 each row names the
   writer that confirmed it and is `pending` until its item's rows are written.
 - items_by_conversation: the items of one conversation, oldest first.
-- items_by_crawler.words (version 4): the words of each item, for search, matched by a
-  storage-attached index (SAI, Cassandra 5.0) on the set's values. Written, and indexed, only
-  with the store's `search=on` option (the index costs most of the write rate): the upgrade
-  that first sees it fills in the words of the items stored before, then creates the index. A
-  server without SAI keeps the column and refuses searches (the index is asked for again at
-  every upgrade).
-- version 5 folds the words as blackwidow.core.store.windows.folded does (NFKC, case folded,
-  accents removed in every script), which new items get from their writer: its backfill cuts
-  the words of the items stored before again, where the keyspace has the words' index.
+- items_by_crawler.words (version 4, searched until version 6): the words of each item,
+  matched by a storage-attached index (SAI, Cassandra 5.0) on the set's values, written only
+  with `search=on`. No longer written: version 6 replaces both.
+- version 5 folded the words as blackwidow.core.store.windows.folded does (NFKC, case folded,
+  accents removed in every script); version 6 cuts them again anyway, so it now does nothing.
+- word_blocks (version 6): the words of the items, for search, in blocks of a batch's items
+  in the items' own (crawler, day) partitions (blackwidow.core.store.cassandra.word_blocks),
+  written with the items, only with `search=on`: with the SAI index an item cost the server
+  4-6x its CPU without search, with the blocks about 1.1x (bench/search_write_tax.py). Its
+  backfill fills the blocks of every item stored before, where the keyspace was searched (it
+  has the SAI index), then drops that index, which nothing reads any more; search_filled
+  records that a keyspace's blocks hold every item, which the first upgrade with `search=on`
+  makes so.
 - bucket_totals: items stored per crawler as one absolute total per id bucket and writer
   process, in the id rows' partition so a total and the confirms it counts are one mutation;
   every write can be repeated safely (no counters). crawler_totals holds the totals written
@@ -32,15 +36,15 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from cassandra import InvalidRequest
 from cassandra.cluster import Session
 from cassandra.concurrent import execute_concurrent
-from cassandra.protocol import ConfigurationException, SyntaxException
-from cassandra.query import SimpleStatement
+from cassandra.query import BatchStatement, BatchType, SimpleStatement
 
+from blackwidow.core.store.cassandra import word_blocks
 from blackwidow.core.store.cassandra.config import CassandraConfig
-from blackwidow.core.store.cassandra.rows import item_words
+from blackwidow.core.store.cassandra.rows import BLOCK_ITEMS, even_chunks, grouped
 
 log = logging.getLogger(__name__)
 
@@ -59,15 +63,16 @@ class SchemaVersion:
     backfill: Callable[[Session, str], None] | None = None
 
 
-def refold_words(session: Session, ks: str) -> None:
-    """Cut the stored items' words again, as windows.folded now folds them, where a search
-    reads them: with the words' index. Without it there is nothing to redo now, and the
-    upgrade that creates it fills every item's words first (_index_words)."""
+def reindex_words(session: Session, ks: str) -> None:
+    """Where the keyspace was searched (it has the words' SAI index), fill the word blocks of
+    every item stored before, then drop the index: nothing reads it now, and every write and
+    compaction would still pay for it."""
     if has_words_index(session, ks):
         fill_words(session, ks)
+        session.execute(f"DROP INDEX IF EXISTS {ks}.{WORDS_INDEX}", timeout=60)
 
 
-WORDS_VERSION = 4  # the schema version that gives items_by_crawler its words column
+BLOCKS_VERSION = 6  # the schema version that gives the keyspace its word blocks
 
 VERSIONS: tuple[SchemaVersion, ...] = (
     SchemaVersion(
@@ -118,25 +123,33 @@ VERSIONS: tuple[SchemaVersion, ...] = (
         ),
     ),
     SchemaVersion(
-        WORDS_VERSION,
+        4,
         "items carry their words, for search",
         ("ALTER TABLE {ks}.items_by_crawler ADD IF NOT EXISTS words set<text>",),
     ),
     SchemaVersion(
         5,
         "items' words folded alike in every script and Unicode form, for search",
-        (),
-        backfill=refold_words,
+        (),  # its backfill cut the words again for the SAI index, which version 6 replaces
+    ),
+    SchemaVersion(
+        BLOCKS_VERSION,
+        "items' words in word blocks beside the items, for search, instead of an SAI index",
+        (
+            """CREATE TABLE IF NOT EXISTS {ks}.word_blocks (
+                crawler_id bigint, day date, bucket int, block_at timestamp, block_id text,
+                postings text, PRIMARY KEY ((crawler_id, day), bucket, block_at, block_id)
+            ) WITH CLUSTERING ORDER BY (bucket ASC, block_at DESC, block_id DESC)""",
+            "CREATE TABLE IF NOT EXISTS {ks}.search_filled"
+            " (one int PRIMARY KEY, filled_at timestamp)",
+        ),
+        backfill=reindex_words,
     ),
 )
 LATEST = VERSIONS[-1].number
-WORDS_INDEX = "items_by_crawler_words"
-_CREATE_WORDS_INDEX = (
-    "CREATE CUSTOM INDEX IF NOT EXISTS {index} ON {ks}.items_by_crawler (VALUES(words))"
-    " USING 'StorageAttachedIndex'"
-)
+WORDS_INDEX = "items_by_crawler_words"  # the SAI index of versions 4 and 5
 BACKFILL_PAGE = 1000  # rows read at a time while the words of stored items are filled in
-BACKFILL_CONCURRENCY = 32  # updates in flight meanwhile
+BACKFILL_CONCURRENCY = 32  # blocks in flight meanwhile
 
 
 def applied_version(session: Session, keyspace: str) -> int:
@@ -172,9 +185,9 @@ def upgrade(session: Session, config: CassandraConfig) -> list[int]:
             version.backfill(session, ks)
             _record(session, ks, version, datetime.now(UTC))
         applied.append(version.number)
-    has_words = WORDS_VERSION in done.union(applied)
-    if config.search and has_words and not has_words_index(session, ks):
-        _index_words(session, ks)
+    has_blocks = BLOCKS_VERSION in done.union(applied)
+    if config.search and has_blocks and not words_filled(session, ks):
+        fill_words(session, ks)
     return applied
 
 
@@ -188,17 +201,6 @@ def _record(session: Session, ks: str, version: SchemaVersion, at: datetime | No
     )
 
 
-def _index_words(session: Session, ks: str) -> None:
-    """Fill in the words of the items stored without them, then create the words' SAI index,
-    or say why the server would not: searches are refused then (CassandraStore.search), and
-    everything else works."""
-    fill_words(session, ks)
-    try:
-        session.execute(_CREATE_WORDS_INDEX.format(index=WORDS_INDEX, ks=ks), timeout=60)
-    except (InvalidRequest, ConfigurationException, SyntaxException) as refusal:
-        log.warning("search index refused keyspace=%s reason=%s", ks, refusal)
-
-
 def has_words_index(session: Session, ks: str) -> bool:
     rows = session.execute(
         "SELECT index_name FROM system_schema.indexes WHERE keyspace_name = %s"
@@ -208,39 +210,50 @@ def has_words_index(session: Session, ks: str) -> bool:
     return WORDS_INDEX in {row.index_name for row in rows}
 
 
+def words_filled(session: Session, ks: str) -> bool:
+    """Whether the word blocks hold every item stored before search was on: searches are
+    refused until they do (CassandraStore.search)."""
+    row = session.execute(f"SELECT filled_at FROM {ks}.search_filled WHERE one = 1").one()
+    return row is not None and row.filled_at is not None
+
+
 def fill_words(session: Session, ks: str) -> None:
-    """Give every stored item its words, for the time its row has left (a longer-lived words
-    cell would keep an expired row listed): a read of the whole table, BACKFILL_PAGE rows at
-    a time, once, before the index is created."""
+    """Give every stored item its words in word blocks, each block for the longest time its
+    items have left (a search reads the items by key, and skips one that has expired): a
+    read of the whole table, BACKFILL_PAGE rows at a time, once; then record it done."""
     read = SimpleStatement(
         "SELECT crawler_id, day, fetched_at, item_id, title, text, author,"
         f" TTL(source) AS remaining FROM {ks}.items_by_crawler",
         fetch_size=BACKFILL_PAGE,
     )
-    update = session.prepare(
-        f"UPDATE {ks}.items_by_crawler USING TTL ? SET words = ?"
-        " WHERE crawler_id = ? AND day = ? AND fetched_at = ? AND item_id = ?"
+    insert = session.prepare(
+        f"INSERT INTO {ks}.word_blocks (crawler_id, day, bucket, block_at, block_id, postings)"
+        " VALUES (?, ?, ?, ?, ?, ?) USING TTL ?"
     )
     rows = session.execute(read)
     while True:
-        work = [
-            (
-                update,
-                (
-                    row.remaining or 0,
-                    item_words(row),
-                    row.crawler_id,
-                    row.day,
-                    row.fetched_at,
-                    row.item_id,
-                ),
-            )
-            for row in rows.current_rows
-        ]
-        execute_concurrent(session, work, concurrency=BACKFILL_CONCURRENCY)
+        work = []
+        for (crawler_id, day), members in grouped(rows.current_rows, _partition).items():
+            for chunk in even_chunks(members, BLOCK_ITEMS):
+                at, block_id, texts = word_blocks.block(chunk)
+                ttl = 0 if any(not r.remaining for r in chunk) else max(r.remaining for r in chunk)
+                batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+                for bucket, text in texts.items():
+                    batch.add(insert, (crawler_id, day, bucket, at, block_id, text, ttl))
+                work.append((batch, None))
+        execute_concurrent(
+            session, work, concurrency=BACKFILL_CONCURRENCY, raise_on_first_error=True
+        )
         if not rows.has_more_pages:
-            return
+            break
         rows.fetch_next_page()
+    session.execute(
+        f"INSERT INTO {ks}.search_filled (one, filled_at) VALUES (1, %s)", (datetime.now(UTC),)
+    )
+
+
+def _partition(row: Any) -> tuple[int, Any]:
+    return row.crawler_id, row.day
 
 
 def _ensure_keyspace(session: Session, config: CassandraConfig) -> None:

@@ -39,6 +39,10 @@ class Statements:
     day_window: PreparedStatement
     day_window_published: PreparedStatement
     conversation: PreparedStatement
+    insert_block: PreparedStatement
+    block_words: PreparedStatement
+    block_keys: PreparedStatement
+    items_at: PreparedStatement
     words: bool  # items are written with their words, for search (the store's `search` option)
     place: Callable[[BoundStatement], Hashable]  # the replica a row's batch is sent to
 
@@ -66,7 +70,7 @@ def _first_replica(metadata: Metadata) -> Callable[[BoundStatement], Hashable]:
 def _texts(ks: str) -> dict[str, str]:
     return {
         "insert_item": f"INSERT INTO {ks}.items_by_crawler (crawler_id, day, fetched_at,"
-        f" item_id, {ITEM}, conversation_id, words) VALUES (?, ?, ?, ?, {_ITEM_MARKS}, ?, ?)"
+        f" item_id, {ITEM}, conversation_id) VALUES (?, ?, ?, ?, {_ITEM_MARKS}, ?)"
         " USING TTL ?",
         "insert_day": f"INSERT INTO {ks}.crawler_days (crawler_id, day) VALUES (?, ?) USING TTL ?",
         "insert_pending_id": f"INSERT INTO {ks}.items_by_id (crawler_id, bucket, item_id,"
@@ -101,4 +105,13 @@ def _texts(ks: str) -> dict[str, str]:
         + " AND published_at >= ? AND published_at < ? ALLOW FILTERING",
         "conversation": f"SELECT crawler_id, item_id, fetched_at, {ITEM}"
         f" FROM {ks}.items_by_conversation WHERE conversation_id = ?",
+        "insert_block": f"INSERT INTO {ks}.word_blocks (crawler_id, day, bucket, block_at,"
+        " block_id, postings) VALUES (?, ?, ?, ?, ?, ?) USING TTL ?",
+        "block_words": f"SELECT block_at, block_id, postings FROM {ks}.word_blocks"
+        " WHERE crawler_id = ? AND day = ? AND bucket = ? AND block_at >= ?",
+        "block_keys": f"SELECT block_at, block_id, postings FROM {ks}.word_blocks"
+        " WHERE crawler_id = ? AND day = ? AND bucket = ? AND (block_at, block_id) IN ?",
+        "items_at": f"SELECT crawler_id, item_id, fetched_at, conversation_id, {ITEM}"
+        f" FROM {ks}.items_by_crawler WHERE crawler_id = ? AND day = ?"
+        " AND (fetched_at, item_id) IN ?",
     }

@@ -71,7 +71,6 @@ from sources.model import Item
 
 IDS_PER_READ = 100  # ids in one `item_id IN ?` read, conversations in one `conversation_id IN ?`
 IN_FLIGHT = 32  # requests outstanding at once from one store
-_RELEASE = "SELECT release_version FROM system.local"
 
 _UNAVAILABLE = (
     NoHostAvailable,
@@ -139,7 +138,7 @@ class CassandraStore:
         self._statements: Statements | None = None
         self._id_writes = IdWriteMemory(uuid.uuid4(), lambda key: (key[0], id_bucket(key[1])))
         self._crawler_locks: dict[int, threading.Lock] = defaultdict(threading.Lock)
-        self._words_indexed = False  # known once seen: an index is not dropped under a hub
+        self._words_indexed = False  # known once seen: the blocks are not emptied under a hub
 
     def _connected(self) -> tuple[Session, Statements]:
         with self._lock:
@@ -389,15 +388,13 @@ class CassandraStore:
         window: Window = EVERYTHING,
         after: Any = None,
     ) -> ItemPage:
-        """On the SAI index of `words` (cassandra_schema), newest day first; refused, naming
-        the server's version, where the server would not create that index: no ranking, and
+        """On the word blocks (cassandra.word_blocks), newest day first; refused until the
+        blocks hold every item (`blackwidow db upgrade` with search=on): no ranking, and
         never a scan of every item."""
 
         def found(session: Session, st: Statements) -> ItemPage:
             self._check_words_index(session)
-            return cassandra_reads.search(
-                session, st, self._config.keyspace, words, crawler_ids, limit, window, after
-            )
+            return cassandra_reads.search(session, st, words, crawler_ids, limit, window, after)
 
         return self._call(found)
 
@@ -410,12 +407,11 @@ class CassandraStore:
                 " and the nodes, restart the nodes, then run `blackwidow db upgrade`, which"
                 " indexes the items stored so far"
             )
-        if not cassandra_schema.has_words_index(session, self._config.keyspace):
-            release = session.execute(_RELEASE).one().release_version
+        if not cassandra_schema.words_filled(session, self._config.keyspace):
             raise SearchUnsupported(
-                f"cassandra {release}: keyspace {self._config.keyspace} has no index of items'"
-                " words (storage-attached indexes, Cassandra 5.0 or newer), and a scan of every"
-                " item is not offered; run `blackwidow db upgrade` on a server that has them"
+                f"cassandra: keyspace {self._config.keyspace} has no index of the words of the"
+                " items stored before search was on, and a scan of every item is not offered;"
+                " run `blackwidow db upgrade` with search=on, which indexes them"
             )
         self._words_indexed = True
 
