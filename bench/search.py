@@ -56,8 +56,8 @@ def cumulative_weights() -> list[float]:
     return list(itertools.accumulate(1 / (rank + 1) for rank in range(VOCABULARY)))
 
 
-def make_items(count: int, start: int) -> Iterator[list[Item]]:
-    """Batches of items, crawler after crawler round the CRAWLERS, fetched a second apart."""
+def make_items(count: int, start: int, crawlers: int = CRAWLERS) -> Iterator[list[Item]]:
+    """Batches of items, crawler after crawler round the `crawlers`, fetched a second apart."""
     draw = random.Random(SEED + start)
     names, weights = [f"w{n}" for n in range(VOCABULARY)], cumulative_weights()
     at = datetime(2025, 1, 1, tzinfo=UTC)
@@ -76,7 +76,7 @@ def make_items(count: int, start: int) -> Iterator[list[Item]]:
                     "editor",
                     at,
                     at + timedelta(seconds=n),
-                    crawler_id=1 + n % CRAWLERS,
+                    crawler_id=1 + n % crawlers,
                 )
             )
         yield batch

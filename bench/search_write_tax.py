@@ -38,16 +38,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import statistics
 import subprocess
-import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +51,8 @@ from cassandra.cluster import Session
 from cassandra.query import BoundStatement, PreparedStatement
 
 from bench import machine
-from bench.ingest import server_process
-from bench.search import VOCABULARY, cumulative_weights, drop
+from bench.ingest import local_cassandra, server_process
+from bench.search import drop, make_items
 from blackwidow.core.store import Store, StoreUnavailable, upgrade_store
 from blackwidow.core.store.cassandra.config import parse
 from blackwidow.core.store.cassandra.rows import (
@@ -73,7 +69,6 @@ from blackwidow.core.store.cassandra.store import CassandraStore
 from blackwidow.core.store.cassandra.word_blocks import item_words
 from sources.model import Item
 from tests.services.cassandra import JAVA17_EXPORTS, JAVA17_OPENS, Cassandra, jar_dir
-from tests.services.server import port_answers
 
 ITEMS = 10_000  # a round's items, per option
 WARMUP = 5_000  # written untimed into each keyspace first, the JIT warm for all
@@ -235,34 +230,6 @@ class OptionStore(CassandraStore):
         return unset_none((*values, ttl))
 
 
-def make_items(count: int, start: int) -> Iterator[list[Item]]:
-    """Batches of BATCH items of CRAWLERS crawlers, a title of 8 and a text of 60 Zipf words
-    each (bench.search's), fetched a second apart from `start`."""
-    draw = random.Random(start)
-    names, weights = [f"w{n}" for n in range(VOCABULARY)], cumulative_weights()
-    at = datetime(2025, 1, 1, tzinfo=UTC)
-    for first in range(start, start + count, BATCH):
-        batch = []
-        for n in range(first, min(first + BATCH, start + count)):
-            title = " ".join(draw.choices(names, cum_weights=weights, k=8))
-            text = " ".join(draw.choices(names, cum_weights=weights, k=60))
-            moment = at + timedelta(seconds=n)
-            batch.append(
-                Item(
-                    f"item-{n}",
-                    "rss",
-                    f"https://news.example/{n}",
-                    title,
-                    text,
-                    "editor",
-                    moment,
-                    moment,
-                    crawler_id=1 + n % CRAWLERS,
-                )
-            )
-        yield batch
-
-
 def cpu_seconds(pid: int) -> float:
     """A process's user and system CPU so far, from /proc/<pid>/stat."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
@@ -362,13 +329,13 @@ def run(contact: str, jmx: int, names: list[str], items: int, rounds: int) -> No
     figures: dict[str, list[Figure]] = {name: [] for name in stores}
     try:
         next_item = 0
-        warm = list(make_items(WARMUP, next_item))
+        warm = list(make_items(WARMUP, next_item, CRAWLERS))
         for _url, store in stores.values():
             for batch in warm:
                 written(store, batch)
         next_item += WARMUP
         for turn in range(rounds):
-            batches = list(make_items(items, next_item))
+            batches = list(make_items(items, next_item, CRAWLERS))
             next_item += items
             order = list(stores)
             order = order[turn % len(order) :] + order[: turn % len(order)]
@@ -439,22 +406,6 @@ class JmxCassandra(Cassandra):
         return [*command[:at], f"-Dcassandra.jmx.local.port={self.jmx}", *command[at:]]
 
 
-@contextmanager
-def local_cassandra(contact: str, jmx: int) -> Iterator[str]:
-    host, _, port = contact.rpartition(":")
-    if port_answers(host, int(port)):
-        yield contact
-        return
-    with tempfile.TemporaryDirectory(prefix="bench-tax-") as run_dir:
-        server = JmxCassandra(Path(run_dir), int(port), jmx)
-        server.start()
-        try:
-            server.wait_ready(server.ready_timeout)
-            yield contact
-        finally:
-            server.stop()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=ITEMS)
@@ -464,7 +415,9 @@ def main() -> None:
     parser.add_argument("--options", default=DEFAULT_OPTIONS)
     args = parser.parse_args()
     print(machine.described())
-    with local_cassandra(args.cassandra, args.jmx) as contact:
+    with local_cassandra(
+        args.cassandra, lambda run_dir, port: JmxCassandra(run_dir, port, args.jmx)
+    ) as contact:
         run(contact, args.jmx, args.options.split(","), args.items, args.rounds)
 
 

@@ -20,6 +20,7 @@ import pytest
 import requests
 
 from blackwidow.demo import processes
+from tests.component.test_queue import SpareRedis, closed_port
 from tests.servers.listing_site import ListingSite
 from tests.support import every_page, wait_until
 
@@ -245,3 +246,13 @@ def site() -> Iterator[ListingSite]:
 def post_numbers(items: list[dict[str, Any]]) -> list[int]:
     """Feed entry numbers (the feed server's guids end in /<n>), in the order given."""
     return [int(item["id"].rsplit("/", 1)[1]) for item in items]
+
+
+@pytest.fixture
+def spare_redis(tmp_path: Path) -> Iterator[SpareRedis]:
+    """A Redis of the test's own on a free port, to stop and start as an outage."""
+    server = SpareRedis(tmp_path / "redis", port=closed_port())
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -6,10 +6,9 @@ for the same hub restoring both is tests/integration/test_ledger.py and test_out
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 import redis
 import requests
 
@@ -19,15 +18,6 @@ from tests.integration.conftest import Cluster
 from tests.support import wait_until
 
 SET_ASIDE = "node file of another cluster set aside"
-
-
-@pytest.fixture
-def spare_redis(tmp_path: Path) -> Iterator[SpareRedis]:
-    server = SpareRedis(tmp_path / "redis", port=closed_port())
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def cluster_id(hub: Cluster) -> str:

@@ -3,10 +3,8 @@ entries of the items it had stored, each once."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
-import pytest
 import redis
 
 from blackwidow.core.queue import item_from_entry
@@ -14,15 +12,6 @@ from blackwidow.core.queue.entries import stream_key
 from tests.component.test_queue import SpareRedis, closed_port
 from tests.integration.conftest import Cluster, post_numbers
 from tests.support import wait_until
-
-
-@pytest.fixture
-def spare_redis(tmp_path: Path) -> Iterator[SpareRedis]:
-    server = SpareRedis(tmp_path / "redis", port=closed_port())
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_a_node_killed_while_redis_is_down_replays_its_spool(
