@@ -37,7 +37,6 @@ afterwards. The keyspaces are dropped at the end.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import time
@@ -51,6 +50,7 @@ from cassandra.cluster import Session
 from cassandra.query import BoundStatement, PreparedStatement
 
 from bench import machine
+from bench.hub_processes import cpu_seconds
 from bench.ingest import local_cassandra, server_process
 from bench.search import drop, make_items
 from blackwidow.core.store import Store, StoreUnavailable, upgrade_store
@@ -228,12 +228,6 @@ class OptionStore(CassandraStore):
         if self._option.words is not None:
             values += (self._option.words(item),)
         return unset_none((*values, ttl))
-
-
-def cpu_seconds(pid: int) -> float:
-    """A process's user and system CPU so far, from /proc/<pid>/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def nodetool(jmx: int, *args: str) -> bool:

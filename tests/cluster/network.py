@@ -157,8 +157,8 @@ class Network:
         """Every frame to and from `host` `seconds` late, each way: its veth's bridge side is
         moved into a namespace of its own and spliced to a new port of the bridge through a
         delayer, so the host keeps its address and MAC."""
-        outside, spliced = self._links[host], self._delay_namespace(host)
-        splice = outside.replace("-v", "-d")
+        outside, splice = self._links[host], self._splice(host)
+        spliced = self._delay_namespace(host)
         _run("ip", "netns", "add", spliced)
         _run("ip", "link", "set", outside, "netns", spliced)
         _run("ip", "link", "add", splice, "type", "veth", "peer", "splice", "netns", spliced)
@@ -177,6 +177,10 @@ class Network:
     def _delay_namespace(self, host: str) -> str:
         return f"{self.prefix}-delay-{host}"
 
+    def _splice(self, host: str) -> str:
+        """The bridge's port of a delayed host's link (its veth's name, `-v` made `-d`)."""
+        return self._links[host].replace("-v", "-d")
+
     def _undelay(self, host: str) -> None:
         """The delayer stopped, the host's veth back on the bridge, the splice removed."""
         delayer = self._delayers.pop(host)
@@ -185,7 +189,7 @@ class Network:
         outside, spliced = self._links[host], self._delay_namespace(host)
         _run("ip", "-n", spliced, "link", "set", outside, "netns", str(os.getpid()))
         _run("ip", "link", "set", outside, "master", self.bridge, "up")
-        _run("ip", "link", "delete", outside.replace("-v", "-d"))
+        _run("ip", "link", "delete", self._splice(host))
         _run("ip", "netns", "delete", spliced)
 
     def heal(self) -> None:
@@ -207,7 +211,8 @@ class Network:
             delayer.wait()
         for link in self._links.values():  # at once: a namespace's own veth would go later
             subprocess.run(["ip", "link", "delete", link], capture_output=True)
-            subprocess.run(["ip", "link", "delete", link.replace("-v", "-d")], capture_output=True)
+        for host in self._links:
+            subprocess.run(["ip", "link", "delete", self._splice(host)], capture_output=True)
         for host in self.hosts.values():
             subprocess.run(["ip", "netns", "delete", host.namespace], capture_output=True)
             delayed = self._delay_namespace(host.name)

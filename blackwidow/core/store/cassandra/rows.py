@@ -141,22 +141,30 @@ def crawler_rows(st: Statements, items: list[Item], ttl: int, first: bool = Fals
     unset (no tombstone)."""
     by_day = grouped(items, lambda item: (crawler_of(item), day_of(item.fetched_at)))
     shape = unset_none if first else tuple
+
+    def values(key: tuple[int, date], item: Item) -> tuple[Any, ...]:
+        return shape((*key, *_key_values(item), item.conversation_id, ttl))
+
+    if not st.words:
+        return batches(st.insert_item, by_day, values, st.place)
     parts: list[tuple[list[BoundStatement], None]] = []
     for key, members in by_day.items():
-        cut = even_chunks(members, BLOCK_ITEMS) if st.words else chunks(members, ROWS_PER_BATCH)
-        for chunk in cut:
-            rows = [
-                st.insert_item.bind(shape((*key, *_key_values(item), item.conversation_id, ttl)))
-                for item in chunk
-            ]
-            if st.words:
-                at, block_id, texts = word_blocks.block(chunk)
-                rows += [
-                    st.insert_block.bind((*key, bucket, at, block_id, text, ttl))
-                    for bucket, text in texts.items()
-                ]
-            parts.append((rows, None))
+        for chunk in even_chunks(members, BLOCK_ITEMS):
+            rows = [st.insert_item.bind(values(key, item)) for item in chunk]
+            parts.append((rows + block_rows(st.insert_block, key, chunk, ttl), None))
     return [(batch, None) for batch, _ in packed(parts, st.place)]
+
+
+def block_rows(
+    insert: PreparedStatement, partition: tuple[int, Any], chunk: list[Any], ttl: int
+) -> list[BoundStatement]:
+    """The rows of the word block of a partition's items (Items, or rows with their fields:
+    word_blocks.block), bound to `insert` (crawler_id, day, bucket, block_at, block_id,
+    postings, ttl)."""
+    at, block_id, texts = word_blocks.block(chunk)
+    return [
+        insert.bind((*partition, bucket, at, block_id, text, ttl)) for bucket, text in texts.items()
+    ]
 
 
 def even_chunks(items: list[_T], most: int) -> list[list[_T]]:

@@ -42,9 +42,8 @@ from cassandra.cluster import Session
 from cassandra.concurrent import execute_concurrent
 from cassandra.query import BatchStatement, BatchType, SimpleStatement
 
-from blackwidow.core.store.cassandra import word_blocks
 from blackwidow.core.store.cassandra.config import CassandraConfig
-from blackwidow.core.store.cassandra.rows import BLOCK_ITEMS, even_chunks, grouped
+from blackwidow.core.store.cassandra.rows import BLOCK_ITEMS, block_rows, even_chunks, grouped
 
 log = logging.getLogger(__name__)
 
@@ -233,13 +232,12 @@ def fill_words(session: Session, ks: str) -> None:
     rows = session.execute(read)
     while True:
         work = []
-        for (crawler_id, day), members in grouped(rows.current_rows, _partition).items():
+        for partition, members in grouped(rows.current_rows, _partition).items():
             for chunk in even_chunks(members, BLOCK_ITEMS):
-                at, block_id, texts = word_blocks.block(chunk)
                 ttl = 0 if any(not r.remaining for r in chunk) else max(r.remaining for r in chunk)
                 batch = BatchStatement(batch_type=BatchType.UNLOGGED)
-                for bucket, text in texts.items():
-                    batch.add(insert, (crawler_id, day, bucket, at, block_id, text, ttl))
+                for row in block_rows(insert, partition, chunk, ttl):
+                    batch.add(row)
                 work.append((batch, None))
         execute_concurrent(
             session, work, concurrency=BACKFILL_CONCURRENCY, raise_on_first_error=True
