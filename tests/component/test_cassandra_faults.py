@@ -9,14 +9,20 @@ through the same faults in test_node_store_faults.py.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from cassandra.query import ValueSequence
 
 from blackwidow.core.store import StoreUnavailable, Write, open_store
-from blackwidow.core.store.cassandra.store import CassandraStore
+from blackwidow.core.store.cassandra import config as cassandra_config
+from blackwidow.core.store.cassandra.overlaps import RECOUNTED
+from blackwidow.core.store.cassandra.rows import BUCKETS
+from blackwidow.core.store.cassandra.store import CassandraStore, make_cluster
 from sources.model import Item
 from tests.servers.cql_proxy import CqlProxy
 from tests.support import wait_until
@@ -29,6 +35,7 @@ ITEM_ROWS = "items_by_crawler ("  # the items' own rows
 ID_ROWS = "items_by_id (crawler_id"  # the id rows written before them (pending)
 CONFIRM = "SET pending = false"  # the commit mark: ids confirmed, with the writer's total
 TOTAL = "_totals SET stored"  # the writer's total
+ROUNDS = 10  # concurrent writes of one batch by two writers, at most
 ANSWER_WAIT = 2  # seconds a quiet store waits for an answer: a dropped one costs this
 
 
@@ -227,3 +234,64 @@ def test_a_redelivery_after_a_writer_died_before_its_ids_is_listed_once(
     assert [(item.id, item.fetched_at) for item in again] == [(i.id, T0) for i in batch(one)]
     assert other.count(one) == COUNT
     assert listed(other, one) == [(item_id, T0) for item_id in ids(batch(one))]
+
+
+@pytest.fixture
+def writers(cassandra_store_url: str) -> Iterator[tuple[Any, Any]]:
+    """Two writers, as two nodes are, that count a writer quiet after two short timeouts."""
+    url = f"{cassandra_store_url}&request_timeout=1"
+    one, two = open_store(url), open_store(url)
+    yield one, two
+    one.close()
+    two.close()
+
+
+def totals_written(url: str, crawler_id: int) -> tuple[int, int | None]:
+    """The sum of every writer's total, as the store adds them up without a recount, and
+    when the recount's own total was last written (None: never)."""
+    config = cassandra_config.parse(url.removeprefix("cassandra://"))
+    cluster = make_cluster(config)
+    try:
+        rows = cluster.connect(config.keyspace).execute(
+            "SELECT writer, stored, WRITETIME(stored) AS written FROM bucket_totals"
+            " WHERE crawler_id = %s AND bucket IN %s",
+            (crawler_id, ValueSequence(range(BUCKETS))),
+        )
+        rows = list(rows)
+        recounted = [row.written for row in rows if row.writer == RECOUNTED]
+        return sum(row.stored for row in rows), (recounted[0] if recounted else None)
+    finally:
+        cluster.shutdown()
+
+
+def test_two_writers_counting_one_item_at_once_end_with_the_count_of_distinct_items(
+    writers: tuple[Any, Any], cassandra_store_url: str, crawler_ids: tuple[int, ...]
+) -> None:
+    """Both read each id before the other's confirm lands and both count it; once they are
+    quiet, the next count is the number of distinct items stored, whoever asks."""
+    one = crawler_ids[0]
+    at_once = threading.Barrier(2)
+
+    def write(store: Any, items: list[Item]) -> None:
+        at_once.wait(timeout=10)
+        store.add(items)
+
+    for seconds in range(ROUNDS):  # until a round has both count an item, a few at most
+        items = [replace(item, id=f"{item.id}-{seconds}") for item in batch(one, seconds)]
+        racing = [threading.Thread(target=write, args=(s, items)) for s in writers]
+        for thread in racing:
+            thread.start()
+        for thread in racing:
+            thread.join(timeout=30)
+        distinct = COUNT * (seconds + 1)
+        if totals_written(cassandra_store_url, one)[0] > distinct:
+            break
+    else:
+        pytest.fail(f"no round of {ROUNDS} had both writers count one item")
+    assert len(set(writers[0].stored_ids(one))) == distinct
+
+    wait_until(lambda: writers[0].count(one) == distinct, what="the count of distinct items")
+    total, recounted = totals_written(cassandra_store_url, one)
+    assert total == distinct and recounted is not None
+    assert writers[1].count(one) == writers[0].count(one) == distinct
+    assert totals_written(cassandra_store_url, one) == (distinct, recounted)  # mended once

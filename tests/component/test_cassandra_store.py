@@ -53,7 +53,7 @@ def test_a_keyspace_without_the_schema_asks_for_db_upgrade(cassandra_service: An
     url = f"cassandra://{cassandra_service.contact_points}/never_upgraded?consistency=ONE"
     store = open_store(url)
     try:
-        with pytest.raises(StoreUnavailable, match=r"schema version 0 of 6.*blackwidow db upgrade"):
+        with pytest.raises(StoreUnavailable, match=r"schema version 0 of 7.*blackwidow db upgrade"):
             store.count(1)
     finally:
         store.close()
@@ -64,7 +64,7 @@ def test_upgrade_is_versioned_idempotent_and_follows_the_replication_setting(
 ) -> None:
     keyspace = f"upgrade_{uuid.uuid4().hex[:10]}"
     url = f"cassandra://{cassandra_service.contact_points}/{keyspace}"
-    applied = f"cassandra keyspace {keyspace} applied versions [1, 2, 3, 4, 5, 6]"
+    applied = f"cassandra keyspace {keyspace} applied versions [1, 2, 3, 4, 5, 6, 7]"
     assert upgrade_store(url) == applied
     assert upgrade_store(url) == f"cassandra keyspace {keyspace} already current"
     assert upgrade_store(url + "?replication=datacenter1:1").endswith("already current")
@@ -73,7 +73,7 @@ def test_upgrade_is_versioned_idempotent_and_follows_the_replication_setting(
     try:
         session = cluster.connect()
         versions = session.execute(f"SELECT version, description FROM {keyspace}.schema_versions")
-        assert sorted(row.version for row in versions) == [1, 2, 3, 4, 5, 6]
+        assert sorted(row.version for row in versions) == [1, 2, 3, 4, 5, 6, 7]
         replication = session.execute(
             "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (keyspace,)
         ).one()
@@ -146,7 +146,7 @@ def test_a_keyspace_of_version_1_keeps_its_items_and_gains_html(
         session.execute(
             "INSERT INTO crawler_totals (crawler_id, writer, stored) VALUES (7, uuid(), 1)"
         )
-        assert upgrade_store(url).endswith("applied versions [2, 3, 4, 5, 6]")
+        assert upgrade_store(url).endswith("applied versions [2, 3, 4, 5, 6, 7]")
         session.execute("DELETE FROM schema_versions WHERE version = 2")
         assert upgrade_store(url).endswith("applied versions [2]")
 

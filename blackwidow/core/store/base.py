@@ -41,6 +41,9 @@ class Store(Protocol):
     # Whether add reads if each item is stored before writing it (Cassandra's items_by_id):
     # the read a node's seen-set saves. False where the write's own key check decides.
     reads_before_write: bool
+    # Seconds after another writer's last write of a crawler by which `count` counts its
+    # items once: Cassandra mends two writers' overlap once both were quiet that long.
+    count_settles_after: float
 
     def add(
         self,
@@ -134,7 +137,9 @@ class Store(Protocol):
         ...
 
     def count(self, crawler_id: int) -> int:
-        """How many items a crawler has ever stored (expiry does not lower it: limits count)."""
+        """How many items a crawler has ever stored (expiry does not lower it: limits count),
+        each once, however many writers stored it at once (once they were quiet for
+        `count_settles_after`)."""
         ...
 
     def ping(self) -> bool:

@@ -162,6 +162,7 @@ class SqliteStore:
     """
 
     reads_before_write = False  # INSERT OR IGNORE: "stored already?" is the insert's key lookup
+    count_settles_after = 0.0  # one writer at a time: a row counted is a row stored
 
     def __init__(self, path: str) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)  # a first run's data directory

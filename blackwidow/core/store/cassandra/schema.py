@@ -27,7 +27,9 @@ once applied. There is one table per read path:
 - bucket_totals: items stored per crawler as one absolute total per id bucket and writer
   process, in the id rows' partition so a total and the confirms it counts are one mutation;
   every write can be repeated safely (no counters). crawler_totals holds the totals written
-  before version 3, still added in.
+  before version 3, still added in. Since version 7 a total names when its writer began
+  writing the crawler, so two writers whose totals may hold one item twice are seen and
+  recounted (blackwidow.core.store.cassandra.overlaps).
 """
 
 from __future__ import annotations
@@ -143,6 +145,11 @@ VERSIONS: tuple[SchemaVersion, ...] = (
             " (one int PRIMARY KEY, filled_at timestamp)",
         ),
         backfill=reindex_words,
+    ),
+    SchemaVersion(
+        7,
+        "each writer's total names when it began writing the crawler, so overlaps are seen",
+        ("ALTER TABLE {ks}.bucket_totals ADD IF NOT EXISTS began timestamp",),
     ),
 )
 LATEST = VERSIONS[-1].number

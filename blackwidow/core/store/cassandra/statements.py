@@ -35,6 +35,8 @@ class Statements:
     thread_rows: PreparedStatement
     totals: PreparedStatement
     bucket_totals: PreparedStatement
+    bucket_id_count: PreparedStatement
+    bucket_pending_count: PreparedStatement
     days_between: PreparedStatement
     day_window: PreparedStatement
     day_window_published: PreparedStatement
@@ -78,7 +80,7 @@ def _texts(ks: str) -> dict[str, str]:
         " USING TTL ?",
         "confirm_id": f"UPDATE {ks}.items_by_id USING TTL ? SET pending = false, writer = ?"
         " WHERE crawler_id = ? AND bucket = ? AND item_id = ?",
-        "set_bucket_total": f"UPDATE {ks}.bucket_totals SET stored = ?"
+        "set_bucket_total": f"UPDATE {ks}.bucket_totals SET stored = ?, began = ?"
         " WHERE crawler_id = ? AND bucket = ? AND writer = ?",
         "insert_conversation": f"INSERT INTO {ks}.items_by_conversation (conversation_id,"
         f" sort_at, crawler_id, fetched_at, item_id, {ITEM})"
@@ -96,8 +98,12 @@ def _texts(ks: str) -> dict[str, str]:
         f" {ITEM}, TTL(source) AS remaining FROM {ks}.items_by_conversation"
         " WHERE conversation_id IN ?",
         "totals": f"SELECT stored FROM {ks}.crawler_totals WHERE crawler_id = ?",
-        "bucket_totals": f"SELECT stored FROM {ks}.bucket_totals"
-        " WHERE crawler_id = ? AND bucket IN ?",
+        "bucket_totals": f"SELECT writer, stored, began, WRITETIME(stored) AS written"
+        f" FROM {ks}.bucket_totals WHERE crawler_id = ? AND bucket IN ?",
+        "bucket_id_count": f"SELECT COUNT(*) AS found FROM {ks}.items_by_id"
+        " WHERE crawler_id = ? AND bucket = ?",
+        "bucket_pending_count": f"SELECT COUNT(*) AS found FROM {ks}.items_by_id"
+        " WHERE crawler_id = ? AND bucket = ? AND pending = true ALLOW FILTERING",
         "days_between": f"SELECT day FROM {ks}.crawler_days"
         " WHERE crawler_id = ? AND day >= ? AND day <= ?",
         "day_window": _DAY_WINDOW.format(ks=ks),

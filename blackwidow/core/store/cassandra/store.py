@@ -14,7 +14,6 @@ join their thread's root (blackwidow.core.store.threads) at no extra round trip.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import threading
 import uuid
 from collections import defaultdict
@@ -44,9 +43,9 @@ from blackwidow.core.store.cassandra import reads as cassandra_reads
 from blackwidow.core.store.cassandra import schema as cassandra_schema
 from blackwidow.core.store.cassandra import writes as cassandra_writes
 from blackwidow.core.store.cassandra.config import CassandraConfig
+from blackwidow.core.store.cassandra.counts import Counts
 from blackwidow.core.store.cassandra.id_write_memory import Bucket, IdRow, IdWriteMemory
 from blackwidow.core.store.cassandra.rows import (
-    BUCKETS,
     DAY,
     Work,
     batches,
@@ -138,6 +137,9 @@ class CassandraStore:
         self._statements: Statements | None = None
         self._id_writes = IdWriteMemory(uuid.uuid4(), lambda key: (key[0], id_bucket(key[1])))
         self._crawler_locks: dict[int, threading.Lock] = defaultdict(threading.Lock)
+        settles_after = 2 * config.request_timeout  # a write sent has landed by then
+        self._counts = Counts(self._id_writes.writer, settles_after, self._crawler_lock, self._run)
+        self.count_settles_after = settles_after
         self._words_indexed = False  # known once seen: the blocks are not emptied under a hub
 
     def _connected(self) -> tuple[Session, Statements]:
@@ -188,6 +190,7 @@ class CassandraStore:
         if not any(write.items for write in writes):
             return [[] for _ in writes]
         crawlers = {crawler_of(item) for write in writes for item in write.items}
+        self._counts.writing(writes)
         with contextlib.ExitStack() as held:
             for crawler_id in sorted(crawlers):
                 held.enter_context(self._crawler_lock(crawler_id))
@@ -330,7 +333,8 @@ class CassandraStore:
                 st.confirm_id.bind((id_ttls.get(i, pairs[0][1].id_ttl), writer, *bucket, i))
                 for i in item_ids
             ]
-            rows.append(st.set_bucket_total.bind((total, *bucket, writer)))
+            began = self._counts.began(bucket[0])
+            rows.append(st.set_bucket_total.bind((total, began, *bucket, writer)))
             parts.append((rows, (bucket, item_ids)))
         batched = packed(parts, st.place)
         results = execute_concurrent(
@@ -424,14 +428,7 @@ class CassandraStore:
             raise StoreUnavailable(f"cassandra: {type(error).__name__}: {error}") from error
 
     def count(self, crawler_id: int) -> int:
-        """The writers' totals in every bucket, and those written before schema version 3."""
-
-        def total(session: Session, st: Statements) -> int:
-            legacy = session.execute(st.totals, (crawler_id,))
-            buckets = session.execute(st.bucket_totals, (crawler_id, list(range(BUCKETS))))
-            return sum(row.stored for row in itertools.chain(legacy, buckets))
-
-        return self._call(total)
+        return self._call(lambda session, st: self._counts.count(session, st, crawler_id))
 
     def ping(self) -> bool:
         """True when Cassandra answers a query now; health endpoints report False, never raise."""
