@@ -166,10 +166,15 @@ class NodeClient:
             results.update({int(c): r for c, r in answer["results"].items()})
         return results
 
-    def remove_many(self, node: NodeTarget, crawler_ids: list[int]) -> None:
+    def remove_many(self, node: NodeTarget, crawler_ids: list[int]) -> dict[int, int]:
+        """Remove in batches; crawler id -> its final count, where the node knew it."""
+        counts: dict[int, int] = {}
         for start in range(0, len(crawler_ids), MAX_BATCH):
             batch = crawler_ids[start : start + MAX_BATCH]
-            self._call("DELETE", node, "/subscribers", {"crawler_ids": batch}, entries=len(batch))
+            body = {"crawler_ids": batch}
+            answer = self._call("DELETE", node, "/subscribers", body, entries=len(batch))
+            counts.update({int(c): int(n) for c, n in (answer.get("counts") or {}).items()})
+        return counts
 
 
 def unreachable_because(

@@ -114,6 +114,14 @@ class BatchPlaced(Schema):
 
 class Removed(Schema):
     removed = fields.List(fields.Integer(), metadata={"description": "the ids this node had"})
+    counts = fields.Dict(
+        keys=fields.String(),
+        values=fields.Integer(),
+        metadata={
+            "description": "crawler id -> its items stored, the store's count once the"
+            " removed subscriber's last write ended (those known)"
+        },
+    )
 
 
 class PollAnswer(Schema):

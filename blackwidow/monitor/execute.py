@@ -26,6 +26,7 @@ class Outcome:
     acked: dict[int, tuple[int, dict]] = field(default_factory=dict)  # crawler -> (node, status)
     rejected: dict[int, str] = field(default_factory=dict)  # crawler -> reason
     removed: dict[int, list[int]] = field(default_factory=dict)  # node -> crawler ids
+    final_counts: dict[int, int] = field(default_factory=dict)  # crawler -> the store's count
     unsure: set[int] = field(default_factory=set)  # no answer came
 
 
@@ -44,7 +45,7 @@ def execute(
     def remove(target: NodeTarget) -> None:
         ids = plan.removals[target.id]
         try:
-            client.remove_many(target, ids)
+            outcome.final_counts.update(client.remove_many(target, ids))
             outcome.removed[target.id] = ids
             figures.count("removals.ok", len(ids))
         except (NodeUnreachable, NodeRejected) as error:

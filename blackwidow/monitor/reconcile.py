@@ -344,7 +344,7 @@ class Reconciler:
     ) -> tuple[int | None, dict[str, Any]]:
         """One crawler's state after this pass: the node it runs on (None: nowhere it
         should), and its changed columns. One that is not settled stays dirty."""
-        before = (crawler.state, crawler.lease, crawler.last_error)
+        before = (crawler.state, crawler.lease, crawler.last_error, crawler.items_collected)
         reported = self._memory.reported
         node_id = self._placement.get(crawler.id)
         places = reported.places(crawler.id)
@@ -355,8 +355,11 @@ class Reconciler:
             )
         if crawler.id in outcome.acked:
             quota_grants.confirm(crawler, outcome.acked[crawler.id][1])
-        elif not places and crawler.lost_until is None:  # a lost node's count is unsure
-            quota_grants.release(crawler)
+        else:
+            if crawler.id in outcome.final_counts:  # removed, and running nowhere else yet
+                crawler.items_collected = outcome.final_counts[crawler.id]
+            if not places and crawler.lost_until is None:  # a lost node's count is unsure
+                quota_grants.release(crawler)
         if crawler.id in outcome.rejected:
             if crawler.state != "failed":
                 error = outcome.rejected[crawler.id]
@@ -369,6 +372,7 @@ class Reconciler:
         unsettled = (node_id is not None and not running) or any(p != node_id for p in places)
         if unsettled and crawler.state != "failed":
             self._memory.dirty.add(crawler.id)
-        after = (crawler.state, crawler.lease, crawler.last_error)
-        changed = dict(zip(("state", "lease", "last_error"), after, strict=True))
+        after = (crawler.state, crawler.lease, crawler.last_error, crawler.items_collected)
+        columns = ("state", "lease", "last_error", "items_collected")
+        changed = dict(zip(columns, after, strict=True))
         return (node_id if running else None), ({} if before == after else changed)

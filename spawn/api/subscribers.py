@@ -129,8 +129,15 @@ def blueprint(
         @blp.arguments(CrawlerIdBatch())
         @blp.response(200, Removed)
         def delete(self, _: Any, batch: dict[str, Any]) -> Response:
-            """Remove a batch of subscribers; the answer names those this node had."""
-            removed = [i for i in batch["crawler_ids"] if node.pool.delete(i)]
-            return jsonify({"removed": removed})
+            """Remove a batch of subscribers; the answer names those this node had, with the
+            final count of each that is known."""
+            removed, counts = [], {}
+            for crawler_id in batch["crawler_ids"]:
+                existed, count = node.pool.remove(crawler_id)
+                if existed:
+                    removed.append(crawler_id)
+                if count is not None:
+                    counts[str(crawler_id)] = count
+            return jsonify({"removed": removed, "counts": counts})
 
     return blp

@@ -198,11 +198,19 @@ class DataSourcePool:
 
     def delete(self, crawler_id: int) -> bool:
         """Remove a subscriber (idempotent); True when there was one."""
+        return self.remove(crawler_id)[0]
+
+    def remove(self, crawler_id: int) -> tuple[bool, int | None]:
+        """Remove a subscriber (idempotent): whether there was one, and its final count, the
+        store's once its last write ended (None: unknown), for the hub to show. A crawler
+        moved is pushed elsewhere only after this, so its next node counts that write."""
         with self._lock:
-            existed = crawler_id in self._subscribers
+            entry = self._subscribers.get(crawler_id)
             to_stop = self._detach(crawler_id)
         self._stop_all(to_stop)
-        return existed
+        if entry is None:
+            return False, None
+        return True, entry[1].final_count()
 
     def _detach(self, crawler_id: int) -> list[DataSource]:
         """Unlink a subscriber; return its data source when it was the last one using it."""

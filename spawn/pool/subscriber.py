@@ -41,6 +41,10 @@ log = logging.getLogger(__name__)
 BUFFER_ITEMS = 5000  # items held per subscriber while the store is down or the lease is spent
 DAY_SECONDS = 86400
 STORE_RETRY = Backoff(first=0.2, cap=10.0)  # seconds between writes to a store that fails
+# seconds past the store's count_settles_after that a recount follows a write: another node's
+# write in flight then has landed, and Cassandra has mended two writers' overlap
+RECOUNT_MARGIN = 2.0
+FINAL_WAIT = 2.0  # seconds a removal waits for a write in progress to end, for its count
 
 
 class ItemSink(Protocol):
@@ -57,6 +61,9 @@ class ItemSink(Protocol):
     def stored_ids(self, crawler_id: int) -> Iterable[str]: ...
 
     def count(self, crawler_id: int) -> int: ...
+
+    @property
+    def count_settles_after(self) -> float: ...
 
 
 class Subscriber:
@@ -80,7 +87,9 @@ class Subscriber:
         self._now_at = now_at  # wall clock: which time segment an item is collected in
         self.seen = seen  # None: every id is asked of the store
         self._changes = changes
-        self._on_failing = on_failing  # told when a write must wait, so retries need no scan
+        # told when something waits for the timer (a write's retry, a recount), so the timer
+        # needs no scan of every subscriber
+        self._on_failing = on_failing
         self._lease_in_force = lease_in_force
         self.stamp = 0
         self._held: deque[Item] = deque()
@@ -88,6 +97,7 @@ class Subscriber:
         self._failing = False
         self._failures = 0
         self._retry_at = 0.0
+        self._recount_at: float | None = None  # when to ask the store's count again
         self.run = uuid.uuid4().hex  # this subscriber's life on this node, for billing counts
         self.delivered = 0  # items the provider delivered to it in this run, before any filter
         self.items_collected: int | None = None  # None until the store has told us
@@ -179,16 +189,19 @@ class Subscriber:
 
     @property
     def waiting(self) -> bool:
-        """Whether held items wait for a retry: a failed write, or a lease the hub has not
-        renewed in time (read without the lock)."""
-        return self._failing or (bool(self._held) and self._lease_lapsed())
+        """Whether something waits for the timer: held items' retry (a failed write, or a
+        lease the hub has not renewed in time), or a recount (read without the lock)."""
+        held = self._failing or (bool(self._held) and self._lease_lapsed())
+        return held or self._recount_at is not None
 
     def retry(self) -> None:
         """Retry a failed write once its backoff has passed, or held items once the lease is
-        renewed (the node calls this on a timer)."""
+        renewed, and ask the store's count again when due (the node calls this on a timer)."""
         with self._cond:
             if self._failing or self._held:
                 self._retry_due()
+            if self._recount_at is not None and self._clock() >= self._recount_at:
+                self._recount_later()
 
     def close(self) -> None:
         """The subscriber is gone: release a source blocked in `offer`. Never waits for a
@@ -214,6 +227,38 @@ class Subscriber:
                 return False
         return True
 
+    def _recount(self) -> None:
+        """Take the store's count after a write: another node writing this crawler at once
+        (a move's overlap, a node cut off from the hub) adds items this one did not count,
+        and may count one this one did too, which the store's count settles."""
+        try:
+            self.items_collected = self._sink.count(self.spec.crawler_id)
+        except Exception as error:  # counted as written; the next write asks again
+            log.debug("count after a write failed crawler=%s error=%s", self.spec.crawler_id, error)
+
+    def _recount_later(self) -> None:
+        """The recount a while after a write, for another writer's late or overlapping
+        writes; asked again while the count moves without this subscriber's writes."""
+        before = self.items_collected
+        self._recount()
+        if self.items_collected == before:
+            self._recount_at = None
+            return
+        self._recount_at = self._clock() + self._sink.count_settles_after + RECOUNT_MARGIN
+        self._changed()
+
+    def final_count(self) -> int | None:
+        """The store's count once a write in progress has ended, for a removal's answer
+        (called outside the pool's lock); None when that write holds on past FINAL_WAIT."""
+        if not self._cond.acquire(timeout=FINAL_WAIT):
+            return None
+        try:
+            if self.items_collected is not None:
+                self._recount()
+            return self.items_collected
+        finally:
+            self._cond.release()
+
     def _lease_lapsed(self) -> bool:
         """A bounded crawler stores only while the hub renews the node's leases: the hub runs
         it elsewhere once they would have lapsed. An unbounded one stores on: ids make a second
@@ -236,6 +281,7 @@ class Subscriber:
         if not self._load_count():
             return
         assert self.items_collected is not None
+        wrote = False
         while self._held:
             room = self._room()
             if room == 0:
@@ -248,8 +294,13 @@ class Subscriber:
                 return
             self._recovered()
             self.items_collected += len(stored)
+            wrote = True
             for _ in batch:
                 self._held.popleft()
+        if wrote:
+            self._recount()
+            self._recount_at = self._clock() + self._sink.count_settles_after + RECOUNT_MARGIN
+            self._on_failing(self)
         if self.state == "limit_reached":
             self._held.clear()
         elif self._held and self._lease_lapsed():
