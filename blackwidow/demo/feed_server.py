@@ -17,6 +17,7 @@ import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -39,19 +40,36 @@ class BadQuery(ValueError):
     """A query value the server refuses with 400."""
 
 
-def parse_query(query: str) -> tuple[int, float]:
-    """`items` (entries at start) and `every` (seconds per new entry; 0 means static)."""
+@dataclass(frozen=True)
+class FeedShape:
+    """`items` entries at start, one more every `every` seconds (0: a static feed), up to
+    `until` entries (None: for ever)."""
+
+    items: int
+    every: float
+    until: int | None = None
+
+    def published(self, elapsed: float) -> int:
+        total = entries_published(self.items, self.every, elapsed)
+        return total if self.until is None else min(total, self.until)
+
+
+def parse_query(query: str) -> FeedShape:
+    """`items`, `every` and `until` (FeedShape) from a feed URL's query."""
     values = dict(parse_qsl(query, keep_blank_values=True))
     try:
         items = int(values.get("items", DEFAULT_ITEMS))
         every = float(values.get("every", 0))
+        until = int(values["until"]) if "until" in values else None
     except ValueError as exc:
-        raise BadQuery("items must be an integer and every a number of seconds") from exc
+        raise BadQuery("items and until must be integers and every a number of seconds") from exc
     if items < 0 or not math.isfinite(every) or every < 0:
         raise BadQuery("items and every must not be negative")
     if 0 < every < MIN_EVERY:
         raise BadQuery(f"every must be 0 (a static feed) or at least {MIN_EVERY} seconds")
-    return items, every
+    if until is not None and until < items:
+        raise BadQuery("until must be at least items")
+    return FeedShape(items, every, until)
 
 
 def entries_published(items: int, every: float, elapsed: float) -> int:
@@ -131,16 +149,16 @@ class _FeedHandler(BaseHTTPRequestHandler):
             self._reply(404, "text/plain; charset=utf-8", b"no such feed\n")
             return
         try:
-            items, every = parse_query(parts.query)
+            shape = parse_query(parts.query)
         except BadQuery as exc:
             self._reply(400, "text/plain; charset=utf-8", f"{exc}\n".encode())
             return
-        self._send_feed(found.group(1), items, every)
+        self._send_feed(found.group(1), shape)
 
-    def _send_feed(self, name: str, items: int, every: float) -> None:
+    def _send_feed(self, name: str, shape: FeedShape) -> None:
         """Conditional GET by ETag only: feed readers send If-None-Match, and it wins anyway."""
         server = self.server
-        total = entries_published(items, every, server.clock() - server.started_at)
+        total = shape.published(server.clock() - server.started_at)
         etag = entity_tag(name, total)
         validators = {
             "ETag": etag,

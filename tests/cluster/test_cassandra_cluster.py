@@ -1,7 +1,8 @@
 """The item store across hosts: two hubs, three nodes and a ring of three Cassandra nodes
 (replication 3, LOCAL_QUORUM), each on a simulated host, under a replica killed, partitioned,
-delayed or silent, a node cut from a quorum, and the whole store unreachable. After each fault
-heals, every total must hold again (tests/cluster/totals.py).
+delayed or silent, a node cut from a quorum, the whole store unreachable, and two nodes writing
+one crawler at once. After each fault heals, every total must hold again, each crawler's count
+equal to the distinct items stored (tests/cluster/totals.py).
 
 Each name holds `cassandra`: `pytest tests/cluster -k cassandra -s` runs these alone.
 """
@@ -30,6 +31,14 @@ HEALTHY_WITHIN = 10.0  # seconds after the heal for every node to say `ok` again
 UNREACHABLE_FOR = 30.0  # seconds the whole store is cut from its clients
 REPLICA_DELAY = 0.05  # seconds each way on one replica's link: 100 ms round trips
 SAMPLE_INTERVAL = 1.0  # seconds between samples of the hub's item API during a fault
+# a node cut from the hubs stops its crawlers soon: the overlap of two writers is seconds long
+OVERLAP_TIMERS = {"BLACKWIDOW_ORPHAN_AFTER": "5", "BLACKWIDOW_DETACH_AFTER": "6"}
+OVERLAP_ITEMS = 70  # entries of the feed two nodes write at once, 2.5 a second
+
+
+@pytest.fixture
+def overlap_cluster(cluster: Callable[..., HostCluster], ring_store: str) -> HostCluster:
+    return cluster(BLACKWIDOW_STORE=ring_store, **OVERLAP_TIMERS)
 
 
 @pytest.fixture
@@ -224,3 +233,31 @@ def test_cassandra_silent_replica(ring_cluster: tuple[HostCluster, Ring]) -> Non
     notes = f"stored_in={first:.1f}s,{second:.1f}s {samples.note()} ok_after={healthy:.1f}s"
     settle(c, workload, "cassandra-silent-replica", healed_at, notes)
     assert samples.failed() == 0, samples.answers
+
+
+def test_cassandra_crawler_moved_while_both_nodes_write(overlap_cluster: HostCluster) -> None:
+    """A node cut from both hubs, not from the store: the hubs run its crawlers elsewhere (an
+    unbounded one at once, bounded ones once its leases lapse) while it writes on until
+    orphan_after, so two nodes write one crawler at once. Each count ends as the number of
+    distinct items stored, the double counts of the overlap recounted."""
+    c = overlap_cluster
+    workload = start_workload(c)
+    feed = c.feed("overlap", items=10, every=0.4, until=OVERLAP_ITEMS)
+    growing = workload.add(c.hub, workload.free_token, feed)
+    workload.whole[growing] = OVERLAP_ITEMS
+    cut_off, token = node_of(c, growing), workload.tokens[growing]
+    first = wait_until(lambda: c.get(token, growing)["node_id"], what="the crawler placed")
+    c.network.cut(c.host_of(cut_off), ["hub1", "hub2"])
+    wait_until(
+        lambda: c.get(token, growing)["node_id"] not in (None, first),
+        what="the crawler running on another node",
+    )
+    both = growing in c.node_health(cut_off)["crawlers"]  # the cut-off node writes it still
+    wait_until(
+        lambda: growing not in c.node_health(cut_off)["crawlers"],
+        what="the cut-off node to stop it at orphan_after",
+    )
+    c.network.heal()
+    healed_at = time.monotonic()
+    settle(c, workload, "cassandra-two-writers", healed_at, f"both_wrote={both}")
+    assert both

@@ -1,5 +1,6 @@
 """The cluster tier's workload and its Jepsen-style totals: what the feeds published against
-what the store holds, limits and budgets, billed against delivered, the API against the store.
+what the store holds, limits and budgets, billed against delivered, the API's counts against
+the distinct items stored.
 
 The feeds are bounded, so a healed cluster goes quiet: static feeds are collected whole, and
 growing ones only up to a crawler's item limit or its user's budget.
@@ -176,7 +177,7 @@ def measure(cluster: HostCluster, workload: Workload, store: Store) -> Totals:
     }
     for crawler_id in workload.tokens:
         counted = counts.get(crawler_id)
-        stored = store.count(crawler_id)
+        stored = len(set(store.stored_ids(crawler_id)))  # distinct, whoever wrote them
         if counted != stored:
             totals.api_vs_store_mismatch += 1
             totals.mismatched.append(f"{crawler_id}: {counted}/{stored}")

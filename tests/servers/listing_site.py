@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from blackwidow.demo.feed_server import FEED_PATH, entries_published, parse_query, render_feed
+from blackwidow.demo.feed_server import FEED_PATH, parse_query, render_feed
 
 PER_PAGE = 2
 HTML_PAGES = 3
@@ -129,9 +129,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(404, b"not found", {})
 
     def _feed(self, name: str, query: str) -> bytes:
-        items, every = parse_query(query)
         server = self.server
-        total = entries_published(items, every, time.monotonic() - server.started_at)
+        total = parse_query(query).published(time.monotonic() - server.started_at)
         return render_feed(f"http://127.0.0.1:{server.server_port}", name, total, server.started_on)
 
     def _send(self, body: bytes, content_type: str, validated: bool) -> None:
