@@ -13,6 +13,11 @@ When the store (or the queue behind it) does not answer, it keeps what it was gi
 bounded buffer and retries with backoff; once the buffer is full, `offer` blocks, so the data
 source stops taking items (backpressure) and nothing it handed over is dropped.
 
+Its count is the store's, read after each write and again a while later while it moves, not
+a tally of its own writes: another node writing the crawler at once (a move's overlap, a node
+cut off from the hub) adds items it did not count, or counts one it counted too, which the
+store mends (blackwidow.core.store.cassandra.overlaps).
+
 Each change to its status is numbered by the pool's change counter (spawn.pool.change_counter), so a
 poll of the node reports only the subscribers that changed since the last one.
 """
