@@ -38,11 +38,21 @@ from pathlib import Path
 
 import psutil
 from cassandra.cluster import Session
+from cassandra.concurrent import execute_concurrent
+from cassandra.query import BatchStatement
 
 from bench import machine
 from blackwidow.core.store import Store, Write, open_store, upgrade_store
 from blackwidow.core.store.cassandra.config import parse
-from blackwidow.core.store.cassandra.store import make_cluster
+from blackwidow.core.store.cassandra.rows import (
+    batches,
+    bucket_of_item,
+    crawler_rows,
+    day_of,
+    grouped,
+)
+from blackwidow.core.store.cassandra.statements import Statements
+from blackwidow.core.store.cassandra.store import IN_FLIGHT, make_cluster
 from sources.model import Item, utc_text
 from spawn.output.group_commit import GroupCommit
 from tests.services.cassandra import Cassandra
@@ -90,13 +100,14 @@ class Figure:
     client_us: float
     server_us: float | None
     requests: float
+    rows: float = 0.0  # statements sent per item, each of a batch counted
 
     def __str__(self) -> str:
         text = f"{self.rate:7,.0f} items/s  client {self.client_us:4.0f} µs"
         if self.server_us is not None:
             text += f"  server {self.server_us:4.0f} µs"
         if self.requests:  # the Cassandra driver's; SQLite sends none
-            text += f"  {self.requests:5.3f} requests"
+            text += f"  {self.requests:5.3f} requests  {self.rows:4.2f} rows"
         return text + " per item"
 
 
@@ -107,24 +118,32 @@ class Meter:
     def __init__(self, server: psutil.Process | None = None) -> None:
         self._server = server
         self._requests = 0
+        self._rows = 0  # statements sent, a batch's each counted: rows written or read
         self._lock = threading.Lock()
         sending = Session.execute_async
 
-        def counted(session: Session, *args: object, **kwargs: object) -> object:
+        def counted(session: Session, query: object, *args: object, **kwargs: object) -> object:
+            rows = len(query._statements_and_parameters) if isinstance(query, BatchStatement) else 1
             with self._lock:
                 self._requests += 1
-            return sending(session, *args, **kwargs)
+                self._rows += rows
+            return sending(session, query, *args, **kwargs)
 
         Session.execute_async = counted  # type: ignore[method-assign]
 
     def run(self, count: int, work: Callable[[], None]) -> Figure:
         me = psutil.Process()
-        client, server, sent = _cpu(me), self._server_cpu(), self._requests
+        client, server, sent, rows = _cpu(me), self._server_cpu(), self._requests, self._rows
         speed = rate(count, work)
         after = self._server_cpu()
         server_us = None if server is None or after is None else (after - server) / count * 1e6
+        client_us = (_cpu(me) - client) / count * 1e6
         return Figure(
-            speed, (_cpu(me) - client) / count * 1e6, server_us, (self._requests - sent) / count
+            speed,
+            client_us,
+            server_us,
+            (self._requests - sent) / count,
+            (self._rows - rows) / count,
         )
 
     def _server_cpu(self) -> float | None:
@@ -236,6 +255,40 @@ def naive_cassandra(url: str, items: list[Item]) -> float:
         cluster.shutdown()
 
 
+@contextmanager
+def plain_writer(url: str) -> Iterator[Callable[[list[Item]], None]]:
+    """The rows Store.add leaves for new items (items_by_crawler, crawler_days, an id row),
+    written as the store writes them (unlogged batches by partition and first replica, IN_FLIGHT
+    requests out) with no exactness: no read, no pending round, no confirm, no total. The
+    server's and the driver's floor for these rows; a writer of BATCH items a call."""
+    config = parse(url.removeprefix("cassandra://"))
+    cluster = make_cluster(config)
+    session = cluster.connect()
+    st = Statements.prepare(session, config.keyspace, words=False)
+    id_row = session.prepare(
+        f"INSERT INTO {config.keyspace}.items_by_id (crawler_id, bucket, item_id, fetched_at,"
+        " writer, pending) VALUES (?, ?, ?, ?, ?, false)"
+    )
+    writer = uuid.uuid4()
+
+    def write(items: list[Item]) -> None:
+        for start in range(0, len(items), BATCH):
+            part = items[start : start + BATCH]
+            days = {(i.crawler_id, day_of(i.fetched_at)) for i in part}
+            work = crawler_rows(st, part, 0, first=True)
+            work += [(st.insert_day, (crawler, day, 0)) for crawler, day in days]
+            by_bucket = grouped(part, bucket_of_item)
+            work += batches(
+                id_row, by_bucket, lambda b, i: (*b, i.id, i.fetched_at, writer), st.place
+            )
+            execute_concurrent(session, work, concurrency=IN_FLIGHT, raise_on_first_error=True)
+
+    try:
+        yield write
+    finally:
+        cluster.shutdown()
+
+
 def naive_sqlite(path: Path, items: list[Item]) -> float:
     """One INSERT and one commit per item: what a writer without batching does."""
     db = sqlite3.connect(path, isolation_level=None)
@@ -328,9 +381,14 @@ def main() -> None:
         naive_cassandra(url, make_items(WARMUP // 10, 4))
         slow = naive_cassandra(url, make_items(args.naive_items, 2))
         items = make_items(args.items, 1)
-        report(
-            "cassandra", args.items, meter.run(args.items, lambda: pipelined(store, items)), slow
-        )
+        exact = meter.run(args.items, lambda: pipelined(store, items))
+        report("cassandra", args.items, exact, slow)
+        with plain_writer(url) as write:
+            write(make_items(WARMUP, 5))
+            plain_items = make_items(args.items, 6)
+            plain = meter.run(args.items, lambda: write(plain_items))
+        label = "plain batches, no exactness"
+        print(f"  {label:31} {plain}   Store.add makes {exact.rate / plain.rate:.2f} of it")
         print(f"cassandra {many}")
         many_crawlers(meter, store, args.crawler_items, 100)
         store.close()
