@@ -106,10 +106,6 @@ class NodeSink:
     def count(self, crawler_id: int) -> int:
         return self._tracked(lambda: self._store.count(crawler_id))
 
-    @property
-    def count_settles_after(self) -> float:
-        return self._store.count_settles_after
-
     def stored_ids(self, crawler_id: int) -> list[str]:
         """The crawler's stored ids, for its seen-set (read whole: a filter is built of them)."""
         return self._tracked(lambda: list(self._store.stored_ids(crawler_id)))

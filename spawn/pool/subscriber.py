@@ -13,10 +13,9 @@ When the store (or the queue behind it) does not answer, it keeps what it was gi
 bounded buffer and retries with backoff; once the buffer is full, `offer` blocks, so the data
 source stops taking items (backpressure) and nothing it handed over is dropped.
 
-Its count is the store's, read after each write and again a while later while it moves, not
-a tally of its own writes: another node writing the crawler at once (a move's overlap, a node
-cut off from the hub) adds items it did not count, or counts one it counted too, which the
-store mends (blackwidow.core.store.cassandra.overlaps).
+Its count is the store's where that is higher, read after each write and when it is removed,
+not only a tally of its own writes: another node writing the crawler at once (a move's
+overlap, a node cut off from the hub) adds items it did not count.
 
 Each change to its status is numbered by the pool's change counter (spawn.pool.change_counter), so a
 poll of the node reports only the subscribers that changed since the last one.
@@ -46,9 +45,6 @@ log = logging.getLogger(__name__)
 BUFFER_ITEMS = 5000  # items held per subscriber while the store is down or the lease is spent
 DAY_SECONDS = 86400
 STORE_RETRY = Backoff(first=0.2, cap=10.0)  # seconds between writes to a store that fails
-# seconds past the store's count_settles_after that a recount follows a write: another node's
-# write in flight then has landed, and Cassandra has mended two writers' overlap
-RECOUNT_MARGIN = 2.0
 FINAL_WAIT = 2.0  # seconds a removal waits for a write in progress to end, for its count
 
 
@@ -66,9 +62,6 @@ class ItemSink(Protocol):
     def stored_ids(self, crawler_id: int) -> Iterable[str]: ...
 
     def count(self, crawler_id: int) -> int: ...
-
-    @property
-    def count_settles_after(self) -> float: ...
 
 
 class Subscriber:
@@ -92,9 +85,7 @@ class Subscriber:
         self._now_at = now_at  # wall clock: which time segment an item is collected in
         self.seen = seen  # None: every id is asked of the store
         self._changes = changes
-        # told when something waits for the timer (a write's retry, a recount), so the timer
-        # needs no scan of every subscriber
-        self._on_failing = on_failing
+        self._on_failing = on_failing  # told when a write must wait, so retries need no scan
         self._lease_in_force = lease_in_force
         self.stamp = 0
         self._held: deque[Item] = deque()
@@ -102,7 +93,6 @@ class Subscriber:
         self._failing = False
         self._failures = 0
         self._retry_at = 0.0
-        self._recount_at: float | None = None  # when to ask the store's count again
         self.run = uuid.uuid4().hex  # this subscriber's life on this node, for billing counts
         self.delivered = 0  # items the provider delivered to it in this run, before any filter
         self.items_collected: int | None = None  # None until the store has told us
@@ -194,19 +184,16 @@ class Subscriber:
 
     @property
     def waiting(self) -> bool:
-        """Whether something waits for the timer: held items' retry (a failed write, or a
-        lease the hub has not renewed in time), or a recount (read without the lock)."""
-        held = self._failing or (bool(self._held) and self._lease_lapsed())
-        return held or self._recount_at is not None
+        """Whether held items wait for a retry: a failed write, or a lease the hub has not
+        renewed in time (read without the lock)."""
+        return self._failing or (bool(self._held) and self._lease_lapsed())
 
     def retry(self) -> None:
         """Retry a failed write once its backoff has passed, or held items once the lease is
-        renewed, and ask the store's count again when due (the node calls this on a timer)."""
+        renewed (the node calls this on a timer)."""
         with self._cond:
             if self._failing or self._held:
                 self._retry_due()
-            if self._recount_at is not None and self._clock() >= self._recount_at:
-                self._recount_later()
 
     def close(self) -> None:
         """The subscriber is gone: release a source blocked in `offer`. Never waits for a
@@ -233,24 +220,15 @@ class Subscriber:
         return True
 
     def _recount(self) -> None:
-        """Take the store's count after a write: another node writing this crawler at once
-        (a move's overlap, a node cut off from the hub) adds items this one did not count,
-        and may count one this one did too, which the store's count settles."""
+        """Take the store's count after a write where it is higher: another node writing this
+        crawler at once (a move's overlap, a node cut off from the hub) adds items this one
+        did not count. Never lower than this node's own tally: a count read back low (a
+        replica behind) must not make room past a limit or a lease."""
         try:
-            self.items_collected = self._sink.count(self.spec.crawler_id)
+            stored = self._sink.count(self.spec.crawler_id)
+            self.items_collected = max(self.items_collected or 0, stored)
         except Exception as error:  # counted as written; the next write asks again
             log.debug("count after a write failed crawler=%s error=%s", self.spec.crawler_id, error)
-
-    def _recount_later(self) -> None:
-        """The recount a while after a write, for another writer's late or overlapping
-        writes; asked again while the count moves without this subscriber's writes."""
-        before = self.items_collected
-        self._recount()
-        if self.items_collected == before:
-            self._recount_at = None
-            return
-        self._recount_at = self._clock() + self._sink.count_settles_after + RECOUNT_MARGIN
-        self._changed()
 
     def final_count(self) -> int | None:
         """The store's count once a write in progress has ended, for a removal's answer
@@ -304,8 +282,6 @@ class Subscriber:
                 self._held.popleft()
         if wrote:
             self._recount()
-            self._recount_at = self._clock() + self._sink.count_settles_after + RECOUNT_MARGIN
-            self._on_failing(self)
         if self.state == "limit_reached":
             self._held.clear()
         elif self._held and self._lease_lapsed():

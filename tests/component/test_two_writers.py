@@ -16,7 +16,7 @@ from blackwidow.core.store.sqlite import SqliteStore
 from sources.model import Item, SubscriberSpec
 from spawn.output.sink import NodeSink
 from spawn.pool.change_counter import ChangeCounter
-from spawn.pool.subscriber import RECOUNT_MARGIN, Subscriber
+from spawn.pool.subscriber import Subscriber
 
 
 def entries(crawler_id: int, numbers: range) -> list[Item]:
@@ -27,18 +27,9 @@ def entries(crawler_id: int, numbers: range) -> list[Item]:
     ]
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def node(store: Any, crawler_id: int, clock: Clock | None = None) -> Subscriber:
+def node(store: Any, crawler_id: int) -> Subscriber:
     spec = SubscriberSpec(crawler_id, 1, "rss", {"feeds": []})
-    sink, changes = NodeSink(store), ChangeCounter()
-    return Subscriber(spec, sink, 0.0, changes, lambda _: None, clock=clock or Clock())
+    return Subscriber(spec, NodeSink(store), 0.0, ChangeCounter(), on_failing=lambda _: None)
 
 
 @pytest.fixture(
@@ -77,23 +68,3 @@ def test_a_node_reports_what_another_stored_meanwhile(
     assert second.items_collected == 20
     assert second.final_count() == 20
     assert len(set(store.stored_ids(crawler))) == 20
-
-
-def test_a_node_idle_after_its_write_takes_another_nodes_later_ones_on_its_timer(
-    two_stores: Callable[[], Any], crawler_ids: tuple[int, ...]
-) -> None:
-    """The old node's write in flight lands after the new one's last: the new one's count
-    follows it a while later, without a write of its own, then stops asking."""
-    crawler, clock = crawler_ids[0], Clock()
-    store = two_stores()
-    first, second = node(store, crawler), node(two_stores(), crawler, clock)
-    second.offer(entries(crawler, range(0, 10)))
-    first.offer(entries(crawler, range(5, 15)))
-    assert second.items_collected == 10 and second.waiting
-
-    clock.now += store.count_settles_after + RECOUNT_MARGIN
-    second.retry()
-    assert second.items_collected == 15 and second.waiting  # it moved: once more, later
-    clock.now += store.count_settles_after + RECOUNT_MARGIN
-    second.retry()
-    assert second.items_collected == 15 and not second.waiting
