@@ -106,6 +106,16 @@ class NodeSink:
     def count(self, crawler_id: int) -> int:
         return self._tracked(lambda: self._store.count(crawler_id))
 
+    def recount(self, crawler_id: int) -> int:
+        """The store's count read again after a write went in: a second opinion on the
+        count, so its failure says nothing of whether writes go in and leaves `health` as
+        the write left it (nothing would retry it to clear a degraded node)."""
+        return self._store.count(crawler_id)
+
+    @property
+    def count_settles_after(self) -> float:
+        return self._store.count_settles_after
+
     def stored_ids(self, crawler_id: int) -> list[str]:
         """The crawler's stored ids, for its seen-set (read whole: a filter is built of them)."""
         return self._tracked(lambda: list(self._store.stored_ids(crawler_id)))

@@ -39,6 +39,7 @@ pytestmark = pytest.mark.services("cassandra_service")
 
 MOVED = "SET conversation_id"  # a folded conversation's id rows told their root
 DROPPED = "DELETE FROM"  # a folded conversation's old rows
+COUNT_READ = "SELECT writer, stored, began"  # a crawler's totals, read for its count
 HUNG = 40  # seconds a write waits for an answer that will not come: longer than tests wait
 POLL_CALLS = 20  # a poll's calls made while a subscriber waits for its write
 FEED_INTERVAL = 0.1
@@ -57,9 +58,9 @@ def thread_items(crawler_id: int) -> tuple[list[Item], list[Item]]:
     return first, [entry("p", "q", "q"), *batch(crawler_id)]  # the subscriber claims them
 
 
-def node_subscriber(store: Any, crawler_id: int) -> Subscriber:
+def node_subscriber(store: Any, crawler_id: int, sink: NodeSink | None = None) -> Subscriber:
     """A subscriber as a node runs it on Cassandra, its seen-set trusted from the first write."""
-    sink = NodeSink(store)
+    sink = sink or NodeSink(store)
     seen = SeenSet(lambda: sink.stored_ids(crawler_id), settle_after=0)
     spec = SubscriberSpec(crawler_id, 1, "rss", {"feeds": []})
     return Subscriber(spec, sink, 0.0, ChangeCounter(), on_failing=lambda _: None, seen=seen)
@@ -99,6 +100,27 @@ def test_a_node_stores_each_item_once_whichever_write_of_its_times_out(
     assert listed(quiet_writer, one) == sorted((item.id, T0) for item in everything)
     thread = quiet_writer.conversation("q", [one], 10)
     assert sorted(item.id for item in thread) == ["p", "q", "z"]
+
+
+def test_a_count_read_that_times_out_after_a_write_leaves_the_node_healthy(
+    quiet_writer: Any,  # noqa: F811
+    proxy: CqlProxy,  # noqa: F811
+    crawler_ids: tuple[int, ...],
+) -> None:
+    """The store's count read after a write went in (a replica silent meanwhile) gets no
+    answer: the items are stored and counted, and the node's health still says `ok`, as
+    nothing would retry that read to clear it once the store answers again."""
+    one = crawler_ids[0]
+    first, second = thread_items(one)
+    sink = NodeSink(quiet_writer)
+    subscriber = node_subscriber(quiet_writer, one, sink)
+    subscriber.offer(first)
+    proxy.lose_reply(COUNT_READ, hang_up=False)
+    subscriber.offer(second)
+    assert proxy.lost == 1
+    assert not subscriber.failing and subscriber.held == 0
+    assert subscriber.items_collected == quiet_writer.count(one) == len(first) + len(second)
+    assert sink.health()["store"] == {"ok": True, "error": None}
 
 
 @pytest.mark.parametrize("change", ["pushed", "removed"])
