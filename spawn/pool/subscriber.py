@@ -13,9 +13,11 @@ When the store (or the queue behind it) does not answer, it keeps what it was gi
 bounded buffer and retries with backoff; once the buffer is full, `offer` blocks, so the data
 source stops taking items (backpressure) and nothing it handed over is dropped.
 
-Its count is the store's where that is higher, read after each write and when it is removed,
-not only a tally of its own writes: another node writing the crawler at once (a move's
-overlap, a node cut off from the hub) adds items it did not count.
+Its count is the store's, read after each write, not a tally of its own writes: another node
+writing the crawler at once (a move's overlap, a node cut off from the hub) adds items it did
+not count, or counts one it counted too. Where the store's count is not its tally, it asks
+again once the store has mended such an overlap (blackwidow.core.store.cassandra.overlaps),
+until the count stands still; a lone writer's count is read once a write.
 
 Each change to its status is numbered by the pool's change counter (spawn.pool.change_counter), so a
 poll of the node reports only the subscribers that changed since the last one.
@@ -45,11 +47,16 @@ log = logging.getLogger(__name__)
 BUFFER_ITEMS = 5000  # items held per subscriber while the store is down or the lease is spent
 DAY_SECONDS = 86400
 STORE_RETRY = Backoff(first=0.2, cap=10.0)  # seconds between writes to a store that fails
-FINAL_WAIT = 2.0  # seconds a removal waits for a write in progress to end, for its count
+# seconds a removal waits for a write in progress to end, for its count: within the hub's
+# wait for the removal's answer (at least 1 s, blackwidow.monitor.loop)
+FINAL_WAIT = 0.75
+# seconds past the store's count_settles_after that a second count follows a write whose
+# count was not the node's tally: another node's write in flight then has landed
+RECOUNT_MARGIN = 2.0
 
 
 class ItemSink(Protocol):
-    """The part of a store a subscriber needs (blackwidow.core.store.Store fits)."""
+    """The part of the node's sink a subscriber needs (spawn.output.sink.NodeSink)."""
 
     def add(
         self,
@@ -62,6 +69,11 @@ class ItemSink(Protocol):
     def stored_ids(self, crawler_id: int) -> Iterable[str]: ...
 
     def count(self, crawler_id: int) -> int: ...
+
+    def recount(self, crawler_id: int) -> int: ...
+
+    @property
+    def count_settles_after(self) -> float: ...
 
 
 class Subscriber:
@@ -93,6 +105,7 @@ class Subscriber:
         self._failing = False
         self._failures = 0
         self._retry_at = 0.0
+        self._recount_at: float | None = None  # when to ask the store's count again
         self.run = uuid.uuid4().hex  # this subscriber's life on this node, for billing counts
         self.delivered = 0  # items the provider delivered to it in this run, before any filter
         self.items_collected: int | None = None  # None until the store has told us
@@ -184,9 +197,10 @@ class Subscriber:
 
     @property
     def waiting(self) -> bool:
-        """Whether held items wait for a retry: a failed write, or a lease the hub has not
-        renewed in time (read without the lock)."""
-        return self._failing or (bool(self._held) and self._lease_lapsed())
+        """Whether something waits for the timer: held items' retry (a failed write, or a
+        lease the hub has not renewed in time), or a second count (read without the lock)."""
+        held = self._failing or (bool(self._held) and self._lease_lapsed())
+        return held or self._recount_at is not None
 
     def retry(self) -> None:
         """Retry a failed write once its backoff has passed, or held items once the lease is
@@ -194,6 +208,8 @@ class Subscriber:
         with self._cond:
             if self._failing or self._held:
                 self._retry_due()
+            if self._recount_at is not None and self._clock() >= self._recount_at:
+                self._recount_on_timer()
 
     def close(self) -> None:
         """The subscriber is gone: release a source blocked in `offer`. Never waits for a
@@ -220,24 +236,44 @@ class Subscriber:
         return True
 
     def _recount(self) -> None:
-        """Take the store's count after a write where it is higher: another node writing this
-        crawler at once (a move's overlap, a node cut off from the hub) adds items this one
-        did not count. Never lower than this node's own tally: a count read back low (a
-        replica behind) must not make room past a limit or a lease."""
+        """Take the store's count in place of the tally after a write (lock held). Where they
+        differ, another node writes the crawler too: ask again on the timer."""
+        tally = self.items_collected
+        if self._read_count() != tally and self._recount_at is None:
+            self._count_later()
+
+    def _recount_on_timer(self) -> None:
+        """The count again once the store has mended what two writers wrote at once; on
+        until it stands still."""
+        before = self.items_collected
+        if self._read_count() == before:
+            self._recount_at = None
+            return
+        self._count_later()
+        self._changed()
+
+    def _count_later(self) -> None:
+        self._recount_at = self._clock() + self._sink.count_settles_after + RECOUNT_MARGIN
+        self._on_failing(self)
+
+    def _read_count(self) -> int | None:
+        """The store's count, now the subscriber's; None when the store did not answer (the
+        tally stands: counted as written)."""
         try:
-            stored = self._sink.count(self.spec.crawler_id)
-            self.items_collected = max(self.items_collected or 0, stored)
-        except Exception as error:  # counted as written; the next write asks again
+            self.items_collected = self._sink.recount(self.spec.crawler_id)
+        except Exception as error:
             log.debug("count after a write failed crawler=%s error=%s", self.spec.crawler_id, error)
+            return None
+        return self.items_collected
 
     def final_count(self) -> int | None:
-        """The store's count once a write in progress has ended, for a removal's answer
-        (called outside the pool's lock); None when that write holds on past FINAL_WAIT."""
+        """The count once a write in progress has ended (the store's, read after that write),
+        for a removal's answer, with no store call of its own: a removal of many crawlers
+        answers within the hub's wait. None when that write holds on past FINAL_WAIT."""
         if not self._cond.acquire(timeout=FINAL_WAIT):
+            log.info("removed during a write crawler=%s count=unknown", self.spec.crawler_id)
             return None
         try:
-            if self.items_collected is not None:
-                self._recount()
             return self.items_collected
         finally:
             self._cond.release()

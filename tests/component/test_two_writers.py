@@ -16,7 +16,8 @@ from blackwidow.core.store.sqlite import SqliteStore
 from sources.model import Item, SubscriberSpec
 from spawn.output.sink import NodeSink
 from spawn.pool.change_counter import ChangeCounter
-from spawn.pool.subscriber import Subscriber
+from spawn.pool.subscriber import RECOUNT_MARGIN, Subscriber
+from tests.support import FakeClock
 
 
 def entries(crawler_id: int, numbers: range) -> list[Item]:
@@ -27,9 +28,10 @@ def entries(crawler_id: int, numbers: range) -> list[Item]:
     ]
 
 
-def node(store: Any, crawler_id: int) -> Subscriber:
+def node(store: Any, crawler_id: int, clock: FakeClock | None = None) -> Subscriber:
     spec = SubscriberSpec(crawler_id, 1, "rss", {"feeds": []})
-    return Subscriber(spec, NodeSink(store), 0.0, ChangeCounter(), on_failing=lambda _: None)
+    sink, changes = NodeSink(store), ChangeCounter()
+    return Subscriber(spec, sink, 0.0, changes, lambda _: None, clock=clock or FakeClock())
 
 
 @pytest.fixture(
@@ -68,3 +70,29 @@ def test_a_node_reports_what_another_stored_meanwhile(
     assert second.items_collected == 20
     assert second.final_count() == 20
     assert len(set(store.stored_ids(crawler))) == 20
+
+
+def test_a_node_that_sees_another_writer_counts_again_on_its_timer(
+    two_stores: Callable[[], Any], crawler_ids: tuple[int, ...]
+) -> None:
+    """A count read after a write that is not the node's tally means another node writes the
+    crawler too: the node asks the store again once an overlap would be mended, and on while
+    the count moves (the other's later write), then stops. A lone writer never asks twice."""
+    crawler, clock = crawler_ids[0], FakeClock()
+    store = two_stores()
+    first, second = node(store, crawler), node(two_stores(), crawler, clock)
+    second.offer(entries(crawler, range(0, 10)))
+    assert second.items_collected == 10 and not second.waiting  # alone so far
+    first.offer(entries(crawler, range(5, 15)))
+    second.offer(entries(crawler, range(15, 20)))
+    assert second.items_collected == 20 and second.waiting  # 15 of its own, 5 of the other's
+    assert not first.waiting  # its count read was its tally
+
+    first.offer(entries(crawler, range(20, 25)))  # lands after the second's last write
+    later = store.count_settles_after + RECOUNT_MARGIN
+    clock.now += later
+    second.retry()
+    assert second.items_collected == 25 and second.waiting  # it moved: once more, later
+    clock.now += later
+    second.retry()
+    assert second.items_collected == 25 and not second.waiting
