@@ -127,6 +127,7 @@ def run_node(
     scheduler.start()
     if workers is not None:
         workers.start()
+    connect_store(output.store)
     for thread in threads:
         thread.start()
 
@@ -172,6 +173,19 @@ def parse_workers(settings: Settings) -> WorkerProcesses | None:
     if settings.parse_workers == 0:
         return None
     return WorkerProcesses(settings.parse_workers, preload=["sources.rss.parse_job"])
+
+
+def connect_store(store: Store) -> None:
+    """Open the store's connection before the node registers: the hub's first push waits
+    for the counts it reads, and a connection opened then (a Cassandra ring's hosts and
+    statements, a second or more) would outlast the hub's wait, so the hub would take a push
+    the node applied for one that failed. A store that does not answer holds the node back
+    one connection attempt; its writes are retried as ever."""
+    began = time.monotonic()
+    if store.ping():
+        log.info("store connected took=%.2fs", time.monotonic() - began)
+    else:
+        log.warning("store not answering at start took=%.2fs", time.monotonic() - began)
 
 
 def seen_after(settings: Settings, store: Store) -> float | None:
