@@ -176,11 +176,10 @@ def parse_workers(settings: Settings) -> WorkerProcesses | None:
 
 
 def connect_store(store: Store) -> None:
-    """Open the store's connection before the node registers: the hub's first push waits
-    for the counts it reads, and a connection opened then (a Cassandra ring's hosts and
-    statements, a second or more) would outlast the hub's wait, so the hub would take a push
-    the node applied for one that failed. A store that does not answer holds the node back
-    one connection attempt; its writes are retried as ever."""
+    """Open the store's connection before the node registers, so its first crawlers' counts
+    and writes do not pay for it (a Cassandra ring's hosts and statements, a second or more on
+    a busy host). A store that does not answer holds the node back one connection attempt;
+    its writes are retried as ever."""
     began = time.monotonic()
     if store.ping():
         log.info("store connected took=%.2fs", time.monotonic() - began)

@@ -18,10 +18,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sources.keys import source_key
-from sources.model import DataSource, ReportsFeeds, SubscriberSpec
+from sources.model import DataSource, Item, ReportsFeeds, SubscriberSpec
 from sources.observer import UNOBSERVED, SourceObserver
 from spawn.pool.change_counter import ChangeCounter, Changes, gone_after
 from spawn.pool.departures import Departures
+from spawn.pool.joins import Joins
 from spawn.pool.recollection import SegmentTimers
 from spawn.pool.renewals import Renewals
 from spawn.pool.run_counts import NO_LEDGER, RunCounts, RunLedger
@@ -66,6 +67,7 @@ class DataSourcePool:
         self.changes_of = ChangeCounter()
         self._departed = Departures()  # stopped runs' final counts, for the polls
         self.started = 0  # subscribers created so far; an update in place does not count
+        self._joins = Joins()  # new subscribers' first store work, off the push's request
 
     def put(self, spec: SubscriberSpec, now: float) -> dict[str, Any]:
         """Create or update a subscriber. The same spec twice changes nothing."""
@@ -109,9 +111,8 @@ class DataSourcePool:
         if updated:  # outside the lock: a store write in progress holds up this call only
             subscriber.update()
             return subscriber.status()
-        subscriber.load_count()
-        if not started:
-            subscriber.offer(shared.source.snapshot())
+        snapshot = None if started else shared.source.snapshot()
+        self._joins.submit(lambda: _join(subscriber, snapshot))
         return subscriber.status()
 
     def _plan_segment(self, spec: SubscriberSpec) -> None:
@@ -373,3 +374,10 @@ class DataSourcePool:
 
 def _everything(source_key: str) -> bool:
     return True
+
+
+def _join(subscriber: Subscriber, snapshot: list[Item] | None) -> None:
+    """A new subscriber's count, then what its running data source already had."""
+    subscriber.load_count()
+    if snapshot is not None and not subscriber.closed:
+        subscriber.offer(snapshot)

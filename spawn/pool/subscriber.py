@@ -119,7 +119,8 @@ class Subscriber:
 
     def load_count(self) -> None:
         """Ask the store how many items the crawler has (once). A store query: the pool calls
-        it outside its own lock, so a slow store never holds up every other subscriber."""
+        it outside its own lock and off the push's request (spawn.pool.joins), so a slow store
+        holds up neither every other subscriber nor the hub's push."""
         with self._cond:
             if self.items_collected is None and self._load_count():
                 self._changed()
@@ -189,6 +190,10 @@ class Subscriber:
     def _full(self) -> bool:
         """A failing store and a full buffer: what is offered must wait (lock held)."""
         return self._failing and len(self._held) >= self._buffer and not self._closed
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     @property
     def failing(self) -> bool:

@@ -158,6 +158,38 @@ def test_a_node_answers_polls_while_a_changed_subscriber_waits_for_its_write(
         store.close()
 
 
+def test_a_push_answers_while_a_joining_subscribers_first_write_waits_for_its_answer(
+    proxy: CqlProxy,  # noqa: F811
+    cassandra_service: Any,
+    cassandra_store_url: str,
+    feeds: FeedServer,
+    crawler_ids: tuple[int, ...],
+) -> None:
+    """A crawler joining a running data source gets the items that source already had off
+    the push (spawn.pool.joins): the push answers though that write gets no answer, where
+    the hub would take a push that outlasts its wait for one that failed."""
+    one, two = crawler_ids[:2]
+    store = through(proxy, cassandra_service, cassandra_store_url, f"&request_timeout={HUNG}")
+    pool = feed_pool(store)
+    try:
+        pool.put(feed_spec(one, feeds), 0.0)
+        wait_until(lambda: store.count(one) == 5, what="the data source's first items stored")
+        proxy.lose_reply(ID_ROWS, hang_up=False)
+        answered = threading.Event()
+
+        def push() -> None:
+            pool.put(feed_spec(two, feeds), 1.0)
+            answered.set()
+
+        threading.Thread(target=push, daemon=True).start()
+        wait_until(answered.is_set, timeout=HUNG / 4, what="the push's answer")
+        wait_until(lambda: proxy.lost, timeout=HUNG / 4, what="the joining write to hang")
+    finally:
+        proxy.close()  # the waiting write fails at once
+        pool.clear()
+        store.close()
+
+
 def feed_pool(store: Any) -> DataSourcePool:
     """A node's pool of RSS sources on the sample feeds, writing to `store`."""
     fetcher = GuardedFetcher(allow_hosts=frozenset({"127.0.0.1"}), deadline=5.0)

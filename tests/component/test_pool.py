@@ -257,7 +257,7 @@ def test_new_keywords_update_in_place_and_new_feeds_move_to_a_new_source(
     after_move = pool.put(moved, now=2.0)
 
     assert after_move["digest"] == moved.digest()
-    assert after_move["items_collected"] >= 10  # the count comes along
+    assert after_move["items_collected"] in (None, 10)  # counted off the push: maybe not yet
     assert len(sources.opened) == 2
     assert counts(pool) == {key_of(moved): 1}
     assert source_threads(key_of(narrowed)) == []
@@ -274,7 +274,8 @@ def test_a_late_subscriber_gets_what_the_source_fetched_before_it_came(
 
     late = pool.put(spec(2, [url]), now=1.0)
 
-    assert late["items_collected"] == 10  # from the snapshot, during put: the feed is unchanged
+    assert late["items_collected"] in (None, 0, 10)  # stored off the push, from the snapshot
+    wait_until(lambda: status(pool, 2)["items_collected"] == 10, what="the snapshot stored")
     assert store.count(2) == 10
     assert len(sources.opened) == 1
 
