@@ -116,6 +116,9 @@ class NodeSink:
     def count_settles_after(self) -> float:
         return self._store.count_settles_after
 
+    def count_unsettled(self, crawler_id: int) -> bool:
+        return self._store.count_unsettled(crawler_id)
+
     def stored_ids(self, crawler_id: int) -> list[str]:
         """The crawler's stored ids, for its seen-set (read whole: a filter is built of them)."""
         return self._tracked(lambda: list(self._store.stored_ids(crawler_id)))

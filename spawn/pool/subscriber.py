@@ -75,6 +75,8 @@ class ItemSink(Protocol):
     @property
     def count_settles_after(self) -> float: ...
 
+    def count_unsettled(self, crawler_id: int) -> bool: ...
+
 
 class Subscriber:
     def __init__(
@@ -242,20 +244,25 @@ class Subscriber:
 
     def _recount(self) -> None:
         """Take the store's count in place of the tally after a write (lock held). Where they
-        differ, another node writes the crawler too: ask again on the timer."""
+        differ, or the store has yet to mend two writers' overlap, another node writes the
+        crawler too: ask again on the timer."""
         tally = self.items_collected
-        if self._read_count() != tally and self._recount_at is None:
+        if self._unsure(self._read_count() != tally) and self._recount_at is None:
             self._count_later()
 
     def _recount_on_timer(self) -> None:
-        """The count again once the store has mended what two writers wrote at once; on
-        until it stands still."""
+        """The count again once the store can have mended what two writers wrote at once; on
+        until it is mended and stands still."""
         before = self.items_collected
-        if self._read_count() == before:
+        if not self._unsure(self._read_count() != before):
             self._recount_at = None
             return
         self._count_later()
-        self._changed()
+        if self.items_collected != before:
+            self._changed()
+
+    def _unsure(self, moved: bool) -> bool:
+        return moved or self._sink.count_unsettled(self.spec.crawler_id)
 
     def _count_later(self) -> None:
         self._recount_at = self._clock() + self._sink.count_settles_after + RECOUNT_MARGIN

@@ -142,6 +142,11 @@ class Store(Protocol):
         `count_settles_after`)."""
         ...
 
+    def count_unsettled(self, crawler_id: int) -> bool:
+        """Whether this instance's last `count` of the crawler held two writers' overlap that
+        a count after `count_settles_after` will mend; no store call."""
+        ...
+
     def ping(self) -> bool:
         """True when the store answers; used by health endpoints."""
         ...

@@ -333,6 +333,9 @@ class SqliteStore:
             ).fetchone()
         return found
 
+    def count_unsettled(self, crawler_id: int) -> bool:
+        return False  # a row counted is a row stored
+
     def ping(self) -> bool:
         """True when a trivial query answers; health endpoints report False, never raise."""
         try:

@@ -41,6 +41,7 @@ class Counts:
         self._run = run
         self._began: dict[int, datetime] = {}
         self._lasting_ids: set[int] = set()
+        self._unsettled: set[int] = set()  # crawlers whose last count held an unmended overlap
 
     def writing(self, writes: Sequence[Write]) -> None:
         """These writes are about to be made (before their crawlers' locks are taken)."""
@@ -60,9 +61,22 @@ class Counts:
         recounted first where two writers may both have counted one item."""
         legacy, totals = self._totals(session, st, crawler_id)
         if self._recount_due(crawler_id, totals) is None:
+            self._note(crawler_id, totals)
             return legacy + totals.counted
         with self._lock_of(crawler_id):
             return self._recount(session, st, crawler_id)
+
+    def unsettled(self, crawler_id: int) -> bool:
+        """Whether the last count of the crawler here held two writers' overlap that a later
+        count will mend (never for a crawler whose ids expire: nothing mends those)."""
+        return crawler_id in self._unsettled
+
+    def _note(self, crawler_id: int, totals: overlaps.Totals) -> None:
+        lasting = crawler_id in self._lasting_ids
+        if lasting and overlaps.unmended(totals, self.settles_after) is not None:
+            self._unsettled.add(crawler_id)
+        else:
+            self._unsettled.discard(crawler_id)
 
     def _totals(
         self, session: Session, st: Statements, crawler_id: int
@@ -87,10 +101,12 @@ class Counts:
         legacy, totals = self._totals(session, st, crawler_id)  # read after the ids
         through = self._recount_due(crawler_id, totals)
         if through is None:  # another writer wrote meanwhile: next time
+            self._note(crawler_id, totals)
             return legacy + totals.counted
         was = legacy + totals.counted
         correction = distinct - (was - totals.correction)
         at = datetime.fromtimestamp(math.ceil(through * 1000) / 1000, UTC)  # timestamps: ms
         session.execute(st.set_bucket_total, (correction, at, crawler_id, 0, overlaps.RECOUNTED))
         log.info("count recounted crawler=%s distinct=%s was=%s", crawler_id, distinct, was)
+        self._unsettled.discard(crawler_id)
         return distinct

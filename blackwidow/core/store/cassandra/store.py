@@ -430,6 +430,9 @@ class CassandraStore:
     def count(self, crawler_id: int) -> int:
         return self._call(lambda session, st: self._counts.count(session, st, crawler_id))
 
+    def count_unsettled(self, crawler_id: int) -> bool:
+        return self._counts.unsettled(crawler_id)
+
     def ping(self) -> bool:
         """True when Cassandra answers a query now; health endpoints report False, never raise."""
         try:
