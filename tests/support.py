@@ -7,7 +7,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from sources.model import Item
@@ -96,5 +96,6 @@ def served(app: Any, name: str, port: int = 0) -> Iterator[str]:
     finally:
         # waitress serves open keep-alive connections after its listener closes: its loop
         # thread closes them all, itself included, so that it ends now rather than later
-        server.trigger.pull_trigger(lambda: [c.close() for c in list(server._map.values())])
+        with suppress(OSError):  # its trigger closed: the loop has ended already
+            server.trigger.pull_trigger(lambda: [c.close() for c in list(server._map.values())])
         thread.join(timeout=5)
