@@ -152,13 +152,22 @@ class Subscriber:
         pool notes it under its own lock, which a store write must not hold up."""
         self.wanted, self.wanted_digest = spec, spec.digest()
 
-    def update(self) -> None:
-        """Take the latest wanted spec in place: the count, the held items and the source stay.
-        Waits for a store write in progress, so the pool calls it outside its lock."""
-        with self._cond:
-            if self.wanted is not self.spec:
+    def update(self, wait: bool = True) -> bool:
+        """Take the latest wanted spec in place: the count, the held items and the source stay,
+        and held items a bigger lease makes room for are stored. Waits for a store write in
+        progress, so the pool calls it outside its lock; without `wait`, it only puts the spec
+        in place, and only if no write holds the subscriber now. Whether the spec is in place."""
+        if not self._cond.acquire(blocking=wait):
+            return False
+        try:
+            changed = self.wanted is not self.spec
+            if changed:
                 self._apply(self.wanted)
+            if wait and (changed or self._held):
                 self._store_held()
+            return True
+        finally:
+            self._cond.release()
 
     def offer(self, items: Sequence[Item], block: bool = True) -> bool:
         """Take items from the data source: keep the matching ones, store what fits.

@@ -134,7 +134,8 @@ def test_a_node_answers_polls_while_a_changed_subscriber_waits_for_its_write(
 ) -> None:
     """A spec pushed, or a removal, for a subscriber whose write waits for an answer that will
     not come never holds up the pool: a poll's calls are answered meanwhile, so the hub does
-    not take a live node whose store is slow to answer for a dead one."""
+    not take a live node whose store is slow to answer for a dead one, and the push itself
+    answers (spawn.pool.joins), so the hub does not take an applied push for a failed one."""
     one = crawler_ids[0]
     store = through(proxy, cassandra_service, cassandra_store_url, f"&request_timeout={HUNG}")
     pool = feed_pool(store)
@@ -143,15 +144,23 @@ def test_a_node_answers_polls_while_a_changed_subscriber_waits_for_its_write(
         proxy.lose_reply(ID_ROWS, hang_up=False)
         pool.put(spec, 0.0)
         wait_until(lambda: proxy.lost, what="a write to wait for an answer that will not come")
+        pushed = threading.Event()
         if change == "pushed":
             changed = dataclasses.replace(spec, item_limit=100)
-            threading.Thread(target=pool.put, args=(changed, 1.0), daemon=True).start()
+
+            def push() -> None:
+                pool.put(changed, 1.0)
+                pushed.set()
+
+            threading.Thread(target=push, daemon=True).start()
         else:
             threading.Thread(target=pool.delete, args=(one,), daemon=True).start()
 
         answered = threading.Event()
         threading.Thread(target=_poll_calls, args=(pool, one, answered), daemon=True).start()
         wait_until(answered.is_set, timeout=HUNG / 4, what="the poll's calls to be answered")
+        if change == "pushed":
+            wait_until(pushed.is_set, timeout=HUNG / 4, what="the push's answer")
     finally:
         proxy.close()  # the waiting write fails at once
         pool.clear()
