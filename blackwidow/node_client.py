@@ -166,15 +166,21 @@ class NodeClient:
             results.update({int(c): r for c, r in answer["results"].items()})
         return results
 
-    def remove_many(self, node: NodeTarget, crawler_ids: list[int]) -> dict[int, int]:
-        """Remove in batches; crawler id -> its final count, where the node knew it."""
+    def remove_many(
+        self, node: NodeTarget, crawler_ids: list[int]
+    ) -> tuple[dict[int, int], set[int]]:
+        """Remove in batches: crawler id -> its final count, where the node knew it, and the
+        crawlers it removed without one (a write of theirs still in progress)."""
         counts: dict[int, int] = {}
+        uncounted: set[int] = set()
         for start in range(0, len(crawler_ids), MAX_BATCH):
             batch = crawler_ids[start : start + MAX_BATCH]
             body = {"crawler_ids": batch}
             answer = self._call("DELETE", node, "/subscribers", body, entries=len(batch))
-            counts.update({int(c): int(n) for c, n in (answer.get("counts") or {}).items()})
-        return counts
+            known = {int(c): int(n) for c, n in (answer.get("counts") or {}).items()}
+            counts.update(known)
+            uncounted.update(int(c) for c in answer.get("removed") or () if int(c) not in known)
+        return counts, uncounted
 
 
 def unreachable_because(

@@ -27,7 +27,8 @@ class Outcome:
     rejected: dict[int, str] = field(default_factory=dict)  # crawler -> reason
     removed: dict[int, list[int]] = field(default_factory=dict)  # node -> crawler ids
     final_counts: dict[int, int] = field(default_factory=dict)  # crawler -> the store's count
-    unsure: set[int] = field(default_factory=set)  # no answer came
+    # no answer came, or a removal's count did not: the node may store on under its lease
+    unsure: set[int] = field(default_factory=set)
 
 
 def execute(
@@ -45,7 +46,9 @@ def execute(
     def remove(target: NodeTarget) -> None:
         ids = plan.removals[target.id]
         try:
-            outcome.final_counts.update(client.remove_many(target, ids))
+            counts, uncounted = client.remove_many(target, ids)
+            outcome.final_counts.update(counts)
+            outcome.unsure.update(uncounted)  # its write in flight counts against the lease
             outcome.removed[target.id] = ids
             figures.count("removals.ok", len(ids))
         except (NodeUnreachable, NodeRejected) as error:

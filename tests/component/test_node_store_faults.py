@@ -6,22 +6,26 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from typing import Any
 
 import pytest
 
 from blackwidow.demo.feed_server import FeedServer
+from blackwidow.node_client import NodeClient, NodeTarget
 from sources.fetch.fetcher import GuardedFetcher
 from sources.model import Item, SubscriberSpec
 from sources.registry import opener
 from sources.source_type import SourceContext
 from spawn import watchdog
+from spawn.app import create_node_app
 from spawn.node import NodeState
 from spawn.output.sink import NodeSink
 from spawn.pool.change_counter import ChangeCounter
 from spawn.pool.seen_set import SeenSet
 from spawn.pool.source_pool import DataSourcePool
 from spawn.pool.subscriber import Subscriber
+from tests.component.conftest import SECRET
 from tests.component.test_cassandra_faults import (  # noqa: F401
     CONFIRM,
     ID_ROWS,
@@ -33,7 +37,7 @@ from tests.component.test_cassandra_faults import (  # noqa: F401
     through,
 )
 from tests.servers.cql_proxy import CqlProxy
-from tests.support import FakeClock, wait_until
+from tests.support import FakeClock, served, wait_until
 
 pytestmark = pytest.mark.services("cassandra_service")
 
@@ -193,6 +197,39 @@ def test_a_push_answers_while_a_joining_subscribers_first_write_waits_for_its_an
         threading.Thread(target=push, daemon=True).start()
         wait_until(answered.is_set, timeout=HUNG / 4, what="the push's answer")
         wait_until(lambda: proxy.lost, timeout=HUNG / 4, what="the joining write to hang")
+    finally:
+        proxy.close()  # the waiting write fails at once
+        pool.clear()
+        store.close()
+
+
+def test_a_removal_during_a_write_tells_the_hub_the_count_is_not_known(
+    proxy: CqlProxy,  # noqa: F811
+    cassandra_service: Any,
+    cassandra_store_url: str,
+    feeds: FeedServer,
+    crawler_ids: tuple[int, ...],
+) -> None:
+    """A crawler removed while its write waits for an answer (its first, of the items of
+    the data source it joined): the node's answer names it removed without a count, which
+    the hub takes as unsure (its lease held until it would have lapsed,
+    blackwidow.monitor.execute), never as a count to release the lease down to while that
+    write may still land."""
+    one, two = crawler_ids[:2]
+    store = through(proxy, cassandra_service, cassandra_store_url, f"&request_timeout={HUNG}")
+    pool = feed_pool(store)
+    node = NodeState(pool, clock=time.monotonic)
+    node.mark_registered(7, 3)
+    try:
+        pool.put(feed_spec(one, feeds), 0.0)
+        wait_until(lambda: store.count(one) == 5, what="the data source's first items stored")
+        proxy.lose_reply(ID_ROWS, hang_up=False)
+        pool.put(feed_spec(two, feeds), 1.0)
+        wait_until(lambda: proxy.lost, what="a write to wait for an answer that will not come")
+        with served(create_node_app(node, SECRET), "node") as url:
+            client = NodeClient(SECRET, timeout=5.0)
+            counts, uncounted = client.remove_many(NodeTarget(7, url, 3), [two])
+        assert counts == {} and uncounted == {two}
     finally:
         proxy.close()  # the waiting write fails at once
         pool.clear()
