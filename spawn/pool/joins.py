@@ -1,14 +1,14 @@
-"""A push's store work, done off the push's request: a new subscriber's count and the items
-its data source already had (a crawler joining a running one), and a changed spec put in
-place behind a write in progress, with the held items a bigger lease makes room for.
+"""A pushed subscriber's first store work, done off the push's request: its count, and the
+items its data source already had (a crawler joining a running one). A changed spec never
+waits either: Subscriber.update leaves what waits to the node's write timer.
 
 The hub waits about a second for a push's answer and takes one that outlasts it for a push
 that failed, though the node applied it; it then removes the crawler again, perhaps during
 that very write, whose count it never learns. A store call inside the push (a slow store, a
 first connection, a batch of crawlers joining running sources one write after another) could
-outlast that wait; here they wait their turn on one thread instead, and the push's answer
-says what is in place now (a count not known yet is `items_collected` None, a spec behind a
-write the old digest and lease), as a poll would, and the next poll says the rest.
+outlast that wait; here they wait their turn on one thread instead (one job per subscriber
+in its life), and the push's answer says what is in place now (a count not known yet is
+`items_collected` None), as a poll would, and the next poll says the rest.
 """
 
 from __future__ import annotations

@@ -108,9 +108,8 @@ class DataSourcePool:
         self._stop_all(to_stop)
         if status is not None:
             return status
-        if updated:  # outside the lock, and what may wait for a store write off the push
-            subscriber.update(wait=False)
-            self._joins.submit(subscriber.update)
+        if updated:  # outside the lock; never waits for a store write (Subscriber.update)
+            subscriber.update()
             return subscriber.status()
         snapshot = None if started else shared.source.snapshot()
         self._joins.submit(lambda: _join(subscriber, snapshot))

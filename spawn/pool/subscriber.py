@@ -152,20 +152,18 @@ class Subscriber:
         pool notes it under its own lock, which a store write must not hold up."""
         self.wanted, self.wanted_digest = spec, spec.digest()
 
-    def update(self, wait: bool = True) -> bool:
-        """Take the latest wanted spec in place: the count, the held items and the source stay,
-        and held items a bigger lease makes room for are stored. Waits for a store write in
-        progress, so the pool calls it outside its lock; without `wait`, it only puts the spec
-        in place, and only if no write holds the subscriber now. Whether the spec is in place."""
-        if not self._cond.acquire(blocking=wait):
-            return False
+    def update(self) -> None:
+        """Take the latest wanted spec in place (the count, the held items and the source
+        stay) now, unless a store write holds the subscriber: never waits and never writes,
+        so a push answers in its own time. The node's write timer (`retry`) puts it in place
+        after such a write, and stores the held items a bigger lease makes room for."""
+        if not self._cond.acquire(blocking=False):
+            self._on_failing(self)
+            return
         try:
-            changed = self.wanted is not self.spec
-            if changed:
-                self._apply(self.wanted)
-            if wait and (changed or self._held):
-                self._store_held()
-            return True
+            self._apply(self.wanted)
+            if self._held:
+                self._on_failing(self)
         finally:
             self._cond.release()
 
@@ -216,12 +214,15 @@ class Subscriber:
         """Whether something waits for the timer: held items' retry (a failed write, or a
         lease the hub has not renewed in time), or a second count (read without the lock)."""
         held = self._failing or (bool(self._held) and self._lease_lapsed())
-        return held or self._recount_at is not None
+        return held or self._recount_at is not None or self.wanted is not self.spec
 
     def retry(self) -> None:
-        """Retry a failed write once its backoff has passed, or held items once the lease is
-        renewed (the node calls this on a timer)."""
+        """Put a pushed spec in place that a write held up, then retry a failed write once its
+        backoff has passed, or store held items once the lease is renewed or grown (the node
+        calls this on a timer)."""
         with self._cond:
+            if self.wanted is not self.spec:
+                self._apply(self.wanted)
             if self._failing or self._held:
                 self._retry_due()
             if self._recount_at is not None and self._clock() >= self._recount_at:
