@@ -363,6 +363,10 @@ def test_the_icon_answers_anyone(client: FlaskClient) -> None:
     assert 'rel="icon"' in client.get("/signin").get_data(as_text=True)
 
 
+# the states' age as the page says it, 71 s when set and a few more on a busy machine
+AGED = r"as of 7[1-9] s ago"
+
+
 def test_the_cluster_page_says_why_it_is_degraded_how_old_states_are_and_what_was_stored(
     hub_app: Flask, client: FlaskClient, world: World
 ) -> None:
@@ -383,13 +387,11 @@ def test_the_cluster_page_says_why_it_is_degraded_how_old_states_are_and_what_wa
     page = html.unescape(client.get("/").get_data(as_text=True))
     assert re.search(r'id="health-status">degraded<', page), page
     assert "monitor: no leader for shard 0/1" in page
-    assert re.search(
-        r'class="state active stale"[^>]*>active</span><small[^>]*>· as of 71 s ago', page
-    )
+    assert re.search(rf'class="state active stale"[^>]*>active</span><small[^>]*>· {AGED}', page)
     assert re.search(r"last 5 min: 1,500,000 items", page), page
     assert page.count('class="bar') == 5
     listed = html.unescape(client.get("/crawlers").get_data(as_text=True))
-    assert "1,500,000" in listed and "· as of 71 s ago" in listed
+    assert "1,500,000" in listed and re.search(f"· {AGED}", listed)
 
     with hub_app.extensions["blackwidow"].sessions.begin() as session:
         session.merge(MonitorLock(name="monitor", last_cycle_at=utcnow()))
