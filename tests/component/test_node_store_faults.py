@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -130,8 +131,7 @@ def test_a_count_read_that_times_out_after_a_write_leaves_the_node_healthy(
 @pytest.mark.parametrize("change", ["pushed", "removed"])
 def test_a_node_answers_polls_while_a_changed_subscriber_waits_for_its_write(
     proxy: CqlProxy,  # noqa: F811
-    cassandra_service: Any,
-    cassandra_store_url: str,
+    slow_pool: tuple[DataSourcePool, Any],
     feeds: FeedServer,
     crawler_ids: tuple[int, ...],
     change: str,
@@ -139,42 +139,28 @@ def test_a_node_answers_polls_while_a_changed_subscriber_waits_for_its_write(
     """A spec pushed, or a removal, for a subscriber whose write waits for an answer that will
     not come never holds up the pool: a poll's calls are answered meanwhile, so the hub does
     not take a live node whose store is slow to answer for a dead one, and the push itself
-    answers (spawn.pool.joins), so the hub does not take an applied push for a failed one."""
+    answers (Subscriber.update), so the hub does not take an applied push for a failed one."""
     one = crawler_ids[0]
-    store = through(proxy, cassandra_service, cassandra_store_url, f"&request_timeout={HUNG}")
-    pool = feed_pool(store)
+    pool, _ = slow_pool
     spec = feed_spec(one, feeds)
-    try:
-        proxy.lose_reply(ID_ROWS, hang_up=False)
-        pool.put(spec, 0.0)
-        wait_until(lambda: proxy.lost, what="a write to wait for an answer that will not come")
-        pushed = threading.Event()
-        if change == "pushed":
-            changed = dataclasses.replace(spec, item_limit=100)
+    proxy.lose_reply(ID_ROWS, hang_up=False)
+    pool.put(spec, 0.0)
+    wait_until(lambda: proxy.lost, what="a write to wait for an answer that will not come")
+    if change == "pushed":
+        pushed = answers(lambda: pool.put(dataclasses.replace(spec, item_limit=100), 1.0))
+    else:
+        threading.Thread(target=pool.delete, args=(one,), daemon=True).start()
 
-            def push() -> None:
-                pool.put(changed, 1.0)
-                pushed.set()
-
-            threading.Thread(target=push, daemon=True).start()
-        else:
-            threading.Thread(target=pool.delete, args=(one,), daemon=True).start()
-
-        answered = threading.Event()
-        threading.Thread(target=_poll_calls, args=(pool, one, answered), daemon=True).start()
-        wait_until(answered.is_set, timeout=HUNG / 4, what="the poll's calls to be answered")
-        if change == "pushed":
-            wait_until(pushed.is_set, timeout=HUNG / 4, what="the push's answer")
-    finally:
-        proxy.close()  # the waiting write fails at once
-        pool.clear()
-        store.close()
+    answered = threading.Event()
+    threading.Thread(target=_poll_calls, args=(pool, one, answered), daemon=True).start()
+    wait_until(answered.is_set, timeout=HUNG / 4, what="the poll's calls to be answered")
+    if change == "pushed":
+        wait_until(pushed.is_set, timeout=HUNG / 4, what="the push's answer")
 
 
 def test_a_push_answers_while_a_joining_subscribers_first_write_waits_for_its_answer(
     proxy: CqlProxy,  # noqa: F811
-    cassandra_service: Any,
-    cassandra_store_url: str,
+    slow_pool: tuple[DataSourcePool, Any],
     feeds: FeedServer,
     crawler_ids: tuple[int, ...],
 ) -> None:
@@ -182,31 +168,17 @@ def test_a_push_answers_while_a_joining_subscribers_first_write_waits_for_its_an
     the push (spawn.pool.joins): the push answers though that write gets no answer, where
     the hub would take a push that outlasts its wait for one that failed."""
     one, two = crawler_ids[:2]
-    store = through(proxy, cassandra_service, cassandra_store_url, f"&request_timeout={HUNG}")
-    pool = feed_pool(store)
-    try:
-        pool.put(feed_spec(one, feeds), 0.0)
-        wait_until(lambda: store.count(one) == 5, what="the data source's first items stored")
-        proxy.lose_reply(ID_ROWS, hang_up=False)
-        answered = threading.Event()
-
-        def push() -> None:
-            pool.put(feed_spec(two, feeds), 1.0)
-            answered.set()
-
-        threading.Thread(target=push, daemon=True).start()
-        wait_until(answered.is_set, timeout=HUNG / 4, what="the push's answer")
-        wait_until(lambda: proxy.lost, timeout=HUNG / 4, what="the joining write to hang")
-    finally:
-        proxy.close()  # the waiting write fails at once
-        pool.clear()
-        store.close()
+    pool, store = slow_pool
+    source_running(pool, store, one, feeds)
+    proxy.lose_reply(ID_ROWS, hang_up=False)
+    answered = answers(lambda: pool.put(feed_spec(two, feeds), 1.0))
+    wait_until(answered.is_set, timeout=HUNG / 4, what="the push's answer")
+    wait_until(lambda: proxy.lost, timeout=HUNG / 4, what="the joining write to hang")
 
 
 def test_a_removal_during_a_write_tells_the_hub_the_count_is_not_known(
     proxy: CqlProxy,  # noqa: F811
-    cassandra_service: Any,
-    cassandra_store_url: str,
+    slow_pool: tuple[DataSourcePool, Any],
     feeds: FeedServer,
     crawler_ids: tuple[int, ...],
 ) -> None:
@@ -216,24 +188,51 @@ def test_a_removal_during_a_write_tells_the_hub_the_count_is_not_known(
     blackwidow.monitor.execute), never as a count to release the lease down to while that
     write may still land."""
     one, two = crawler_ids[:2]
-    store = through(proxy, cassandra_service, cassandra_store_url, f"&request_timeout={HUNG}")
-    pool = feed_pool(store)
+    pool, store = slow_pool
     node = NodeState(pool, clock=time.monotonic)
     node.mark_registered(7, 3)
-    try:
-        pool.put(feed_spec(one, feeds), 0.0)
-        wait_until(lambda: store.count(one) == 5, what="the data source's first items stored")
-        proxy.lose_reply(ID_ROWS, hang_up=False)
-        pool.put(feed_spec(two, feeds), 1.0)
-        wait_until(lambda: proxy.lost, what="a write to wait for an answer that will not come")
-        with served(create_node_app(node, SECRET), "node") as url:
-            client = NodeClient(SECRET, timeout=5.0)
-            counts, uncounted = client.remove_many(NodeTarget(7, url, 3), [two])
-        assert counts == {} and uncounted == {two}
-    finally:
-        proxy.close()  # the waiting write fails at once
-        pool.clear()
-        store.close()
+    source_running(pool, store, one, feeds)
+    proxy.lose_reply(ID_ROWS, hang_up=False)
+    pool.put(feed_spec(two, feeds), 1.0)
+    wait_until(lambda: proxy.lost, what="a write to wait for an answer that will not come")
+    with served(create_node_app(node, SECRET), "node") as url:
+        client = NodeClient(SECRET, timeout=5.0)
+        counts, uncounted = client.remove_many(NodeTarget(7, url, 3), [two])
+    assert counts == {} and uncounted == {two}
+
+
+@pytest.fixture
+def slow_pool(
+    proxy: CqlProxy,  # noqa: F811
+    cassandra_service: Any,
+    cassandra_store_url: str,
+) -> Iterator[tuple[DataSourcePool, Any]]:
+    """A node's pool, and its store through the proxy, whose writes wait HUNG for an answer
+    the proxy drops; those still waiting fail at the end."""
+    store = through(proxy, cassandra_service, cassandra_store_url, f"&request_timeout={HUNG}")
+    pool = feed_pool(store)
+    yield pool, store
+    proxy.close()
+    pool.clear()
+    store.close()
+
+
+def source_running(pool: DataSourcePool, store: Any, crawler_id: int, feeds: FeedServer) -> None:
+    """The crawler's data source started and its first items stored."""
+    pool.put(feed_spec(crawler_id, feeds), 0.0)
+    wait_until(lambda: store.count(crawler_id) == 5, what="the data source's first items stored")
+
+
+def answers(call: Callable[[], object]) -> threading.Event:
+    """`call` made on a thread of its own: set once it has returned."""
+    returned = threading.Event()
+
+    def run() -> None:
+        call()
+        returned.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    return returned
 
 
 def feed_pool(store: Any) -> DataSourcePool:
