@@ -44,8 +44,11 @@ class NodeState:
         held: Callable[[], int] = lambda: 0,
         load: Callable[[], dict[str, float]] = dict,
         join: Callable[[str], None] = lambda cluster_id: None,
+        probe_store: Callable[[], None] = lambda: None,
     ) -> None:
         self.pool = pool
+        # asks a store whose last call failed, when no write retries (NodeSink.probe)
+        self.probe_store = probe_store
         self.clock = clock
         self.health = health  # what the node's sink says of its store and queue
         self.held = held  # items waiting for a store or queue that is down (polls carry it)

@@ -103,6 +103,7 @@ def run_node(
         held=held,
         load=ProcessLoad(),
         join=joining(output, pool),
+        probe_store=lambda: None if pool.writes_waiting() else sink.probe(),
     )
     app = create_node_app(
         node, settings.cluster_secret, credentials, metrics, MetricsAccess.of(settings)

@@ -40,3 +40,4 @@ def run(node: NodeState, orphan_after: float, detach_after: float, stop: threadi
 def _retry_writes(node: NodeState, stop: threading.Event) -> None:
     while not stop.wait(TICK):
         node.pool.retry_writes()
+        node.probe_store()

@@ -23,6 +23,8 @@ from spawn.output.queue_outbox import QueueOutbox
 
 _T = TypeVar("_T")
 
+PROBE_EVERY = 1.0  # seconds between asks of a store whose last call failed, when none retries
+
 log = logging.getLogger(__name__)
 
 
@@ -46,6 +48,7 @@ class NodeSink:
         self._metrics = metrics
         self._store_error: str | None = None
         self._outage = Outage(log, "store")
+        self._probe_at = 0.0  # when `probe` may ask the store next
 
     def add(
         self,
@@ -134,6 +137,18 @@ class NodeSink:
         self._store_error = None
         self._outage.answered()
         return result
+
+    def probe(self) -> None:
+        """While the last store call failed and nothing retries one (the subscribers that
+        wrote are gone), ask the store whether it answers, at most once every PROBE_EVERY:
+        health would otherwise say `degraded` until the next crawler's first write."""
+        now = time.monotonic()
+        if self._store_error is None or now < self._probe_at:
+            return
+        self._probe_at = now + PROBE_EVERY
+        if self._store.ping():
+            self._store_error = None
+            self._outage.answered()
 
     def health(self) -> dict[str, Any]:
         """The store as the last write saw it, and the queue's backlog (None without a queue)."""

@@ -285,6 +285,10 @@ class DataSourcePool:
         subscribers, not all of them."""
         self._waiting.retry()
 
+    def writes_waiting(self) -> bool:
+        """Whether a subscriber waits for its write's retry (or a lease, a spec, a count)."""
+        return bool(self._waiting)
+
     def detail(self, crawler_id: int) -> dict[str, Any] | None:
         """One subscriber's status, with its feeds' health when its data source has feeds."""
         with self._lock:

@@ -444,6 +444,10 @@ class WaitingSubscribers:
         with self._lock:
             self._subscribers.clear()
 
+    def __bool__(self) -> bool:
+        with self._lock:
+            return bool(self._subscribers)
+
     def retry(self) -> None:
         """Give each its due retry; those no longer waiting leave the set."""
         with self._lock:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from blackwidow.core.store import StoreUnavailable
 from blackwidow.demo.feed_server import FeedServer
 from blackwidow.node_client import NodeClient, NodeTarget
 from sources.fetch.fetcher import GuardedFetcher
@@ -125,6 +126,23 @@ def test_a_count_read_that_times_out_after_a_write_leaves_the_node_healthy(
     assert proxy.lost == 1
     assert not subscriber.failing and subscriber.held == 0
     assert subscriber.items_collected == quiet_writer.count(one) == len(first) + len(second)
+    assert sink.health()["store"] == {"ok": True, "error": None}
+
+
+def test_a_store_failure_no_write_retries_clears_once_the_store_answers(
+    quiet_writer: Any,  # noqa: F811
+    proxy: CqlProxy,  # noqa: F811
+    crawler_ids: tuple[int, ...],
+) -> None:
+    """A write failed for a subscriber removed since: nothing retries it, and the node's
+    health would say `degraded` until another crawler wrote; the node's probe (on its write
+    timer, while no write waits) asks the store and clears it once it answers."""
+    sink = NodeSink(quiet_writer)
+    proxy.lose_reply(ID_ROWS, hang_up=False)
+    with pytest.raises(StoreUnavailable):
+        sink.add(batch(crawler_ids[0]))
+    assert not sink.health()["store"]["ok"]
+    sink.probe()
     assert sink.health()["store"] == {"ok": True, "error": None}
 
 
