@@ -127,6 +127,11 @@ class Subscriber:
             if self.items_collected is None and self._load_count():
                 self._changed()
 
+    def _take_wanted(self) -> None:
+        """The spec noted by `want` in place, if it is not yet (lock held)."""
+        if self.wanted is not self.spec:
+            self._apply(self.wanted)
+
     def _apply(self, spec: SubscriberSpec) -> None:
         self.spec = spec
         self.digest = spec.digest()
@@ -161,7 +166,7 @@ class Subscriber:
             self._on_failing(self)
             return
         try:
-            self._apply(self.wanted)
+            self._take_wanted()
             if self._held:
                 self._on_failing(self)
         finally:
@@ -221,8 +226,7 @@ class Subscriber:
         backoff has passed, or store held items once the lease is renewed or grown (the node
         calls this on a timer)."""
         with self._cond:
-            if self.wanted is not self.spec:
-                self._apply(self.wanted)
+            self._take_wanted()
             if self._failing or self._held:
                 self._retry_due()
             if self._recount_at is not None and self._clock() >= self._recount_at:
@@ -256,23 +260,25 @@ class Subscriber:
         """Take the store's count in place of the tally after a write (lock held). Where they
         differ, or the store has yet to mend two writers' overlap, another node writes the
         crawler too: ask again on the timer."""
-        tally = self.items_collected
-        if self._unsure(self._read_count() != tally) and self._recount_at is None:
+        if self._count_may_move(self.items_collected) and self._recount_at is None:
             self._count_later()
 
     def _recount_on_timer(self) -> None:
         """The count again once the store can have mended what two writers wrote at once; on
         until it is mended and stands still."""
         before = self.items_collected
-        if not self._unsure(self._read_count() != before):
+        if not self._count_may_move(before):
             self._recount_at = None
             return
         self._count_later()
         if self.items_collected != before:
             self._changed()
 
-    def _unsure(self, moved: bool) -> bool:
-        return moved or self._sink.count_unsettled(self.spec.crawler_id)
+    def _count_may_move(self, expected: int | None) -> bool:
+        """Read the store's count: whether it may move yet, being unread, not `expected`, or
+        holding an overlap the store will mend."""
+        read = self._read_count()
+        return read != expected or self._sink.count_unsettled(self.spec.crawler_id)
 
     def _count_later(self) -> None:
         self._recount_at = self._clock() + self._sink.count_settles_after + RECOUNT_MARGIN
